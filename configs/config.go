@@ -1,0 +1,223 @@
+// Package configs holds Nexo's typed configuration: its defaults, how it is
+// loaded (a YAML file, then environment overrides), and its validation. It is
+// the only package that reads configuration files or the environment.
+package configs
+
+import "time"
+
+// Config is the whole configuration. Each section is handed only to the
+// component that needs it. configs/nexo.yaml documents every key.
+type Config struct {
+	HTTP     HTTP     `koanf:"http"`
+	MySQL    MySQL    `koanf:"mysql"`
+	SQLite   SQLite   `koanf:"sqlite"`
+	Redis    Redis    `koanf:"redis"`
+	JWT      JWT      `koanf:"jwt"`
+	Auth     Auth     `koanf:"auth"`
+	Log      Log      `koanf:"log"`
+	WS       WS       `koanf:"ws"`
+	TwoPhase TwoPhase `koanf:"two_phase"`
+	Streams  Streams  `koanf:"streams"`
+	Save     Save     `koanf:"save"`
+	Seq      Seq      `koanf:"seq"`
+	Msg      Msg      `koanf:"msg"`
+	Push     Push     `koanf:"push"`
+	Admin    Admin    `koanf:"admin"`
+}
+
+// HTTP configures the listener shared by the HTTP API and WebSocket.
+type HTTP struct {
+	// Addr is host:port to listen on.
+	Addr string `koanf:"addr"`
+	// ShutdownTimeout bounds graceful shutdown of the listener.
+	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
+	// MaxBodyBytes caps an HTTP request body.
+	MaxBodyBytes int `koanf:"max_body_bytes"`
+}
+
+// MySQL configures the database. An empty DSN (with an empty Redis address)
+// selects the embedded default.
+type MySQL struct {
+	DSN             string        `koanf:"dsn"`
+	MaxOpenConns    int           `koanf:"max_open_conns"`
+	MaxIdleConns    int           `koanf:"max_idle_conns"`
+	ConnMaxLifetime time.Duration `koanf:"conn_max_lifetime"`
+}
+
+// SQLite configures the embedded database file used when no DSN is set.
+type SQLite struct {
+	Path string `koanf:"path"`
+}
+
+// Redis configures the Redis client. An empty Addr (with an empty MySQL DSN)
+// selects the embedded in-process server.
+type Redis struct {
+	Addr     string `koanf:"addr"`
+	Password string `koanf:"password"`
+	DB       int    `koanf:"db"`
+	PoolSize int    `koanf:"pool_size"`
+	// KeyPrefix is prepended to every key Nexo writes, so several deployments
+	// (or tests) can share one Redis.
+	KeyPrefix string `koanf:"key_prefix"`
+}
+
+// JWT configures token signing (HS256).
+type JWT struct {
+	// Secret must be at least 32 bytes; only the embedded default may leave it
+	// empty, and then a random one is generated at start.
+	Secret string        `koanf:"secret"`
+	TTL    time.Duration `koanf:"ttl"`
+	Issuer string        `koanf:"issuer"`
+}
+
+// Auth configures password hashing.
+type Auth struct {
+	// BcryptCost is the bcrypt work factor (4–31).
+	BcryptCost int `koanf:"bcrypt_cost"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	Level  string `koanf:"level"`
+	Format string `koanf:"format"`
+}
+
+// WS configures WebSocket sessions.
+type WS struct {
+	// ReadLimit caps one inbound frame, in bytes.
+	ReadLimit int64 `koanf:"read_limit"`
+	// WriteTimeout is the deadline for writing one frame.
+	WriteTimeout time.Duration `koanf:"write_timeout"`
+	// PingInterval is how often the server pings.
+	PingInterval time.Duration `koanf:"ping_interval"`
+	// PongWait closes a connection from which nothing arrived for this long.
+	PongWait time.Duration `koanf:"pong_wait"`
+	// SendQueue is the outbound queue length per connection, in frames.
+	SendQueue int `koanf:"send_queue"`
+	// HighWater is the queue length above which a connection counts as unwritable.
+	HighWater int `koanf:"high_water"`
+	// CloseUnwritableAfter closes a connection that stays above HighWater this long.
+	CloseUnwritableAfter time.Duration `koanf:"close_unwritable_after"`
+	// LoginPolicy is multi, single_per_platform or single.
+	LoginPolicy string `koanf:"login_policy"`
+	// RateLimit is requests per second per user (token bucket); 0 disables.
+	RateLimit float64 `koanf:"rate_limit"`
+	// RateBurst is the bucket size.
+	RateBurst int `koanf:"rate_burst"`
+	// AllowedOrigins lists Origin values allowed to upgrade; empty allows same
+	// host only, "*" allows any.
+	AllowedOrigins []string `koanf:"allowed_origins"`
+	// PresenceTTL is the TTL of online:{user_id}, refreshed by heartbeats.
+	PresenceTTL time.Duration `koanf:"presence_ttl"`
+}
+
+// TwoPhase holds the pipeline switches; SIGHUP reloads them.
+type TwoPhase struct {
+	// Enabled answers ACK(accepted) after the stream append and saves in the
+	// background; false persists in the request path and answers ACK(saved).
+	Enabled bool `koanf:"enabled"`
+	// DeliverBeforeSaved routes accepted -> deliver -> save instead of
+	// accepted -> save -> deliver.
+	DeliverBeforeSaved bool `koanf:"deliver_before_saved"`
+	// FailOpen falls back to the synchronous path when Redis is unreachable
+	// at accept; false refuses with server_busy.
+	FailOpen bool `koanf:"fail_open"`
+	// IdempotencyTTL is how long Redis remembers (sender_id, client_msg_id).
+	IdempotencyTTL time.Duration `koanf:"idempotency_ttl"`
+}
+
+// Streams configures the sharded Redis Streams and their consumers.
+type Streams struct {
+	// Shards is the number of stream shards; shard = hash(conversation_id) % Shards.
+	Shards int `koanf:"shards"`
+	// ConsumerName names this process in every consumer group; it must be
+	// stable across restarts. Empty means the host name.
+	ConsumerName string `koanf:"consumer_name"`
+	// ReadCount is the most entries one XREADGROUP takes.
+	ReadCount int `koanf:"read_count"`
+	// Block is how long one XREADGROUP waits for new entries.
+	Block time.Duration `koanf:"block"`
+	// ClaimMinIdle is how long an entry stays pending before a live consumer
+	// reclaims it from a dead one.
+	ClaimMinIdle time.Duration `koanf:"claim_min_idle"`
+	// TrimInterval is how often fully acknowledged entries are trimmed.
+	TrimInterval time.Duration `koanf:"trim_interval"`
+}
+
+// Save configures the save stage.
+type Save struct {
+	// BatchSize is the most rows one INSERT writes.
+	BatchSize int `koanf:"batch_size"`
+	// BatchWait is how long a batch waits to fill.
+	BatchWait time.Duration `koanf:"batch_wait"`
+	// MaxAttempts is how many times an entry is tried before it is dead-lettered.
+	MaxAttempts int `koanf:"max_attempts"`
+	// RetryBackoff is the first retry delay; it doubles up to RetryBackoffMax.
+	RetryBackoff    time.Duration `koanf:"retry_backoff"`
+	RetryBackoffMax time.Duration `koanf:"retry_backoff_max"`
+}
+
+// Seq configures seq leasing.
+type Seq struct {
+	// LeaseBlock is how many seqs one database lease hands to Redis.
+	LeaseBlock int64 `koanf:"lease_block"`
+}
+
+// Msg configures message validation.
+type Msg struct {
+	// MaxBodyBytes caps a message's content, in bytes.
+	MaxBodyBytes int `koanf:"max_body_bytes"`
+	// RevokeWindow is how long a sender may recall its message.
+	RevokeWindow time.Duration `koanf:"revoke_window"`
+}
+
+// Push configures asynchronous pushes of the synchronous path.
+type Push struct {
+	// QueueSize bounds the queue of pushes waiting to be sent; when full a
+	// push is dropped and counted (clients pull).
+	QueueSize int `koanf:"queue_size"`
+	// Workers is how many goroutines drain it.
+	Workers int `koanf:"workers"`
+}
+
+// Admin configures the admin endpoints.
+type Admin struct {
+	// Token guards /admin/*; empty disables them.
+	Token string `koanf:"token"`
+}
+
+// Embedded reports whether the configuration selects the embedded default
+// (SQLite file and in-process Redis): neither a DSN nor a Redis address set.
+func (c *Config) Embedded() bool { return c.MySQL.DSN == "" && c.Redis.Addr == "" }
+
+// Default returns the configuration with every default filled in.
+func Default() Config {
+	return Config{
+		HTTP:   HTTP{Addr: ":8080", ShutdownTimeout: 10 * time.Second, MaxBodyBytes: 1 << 20},
+		MySQL:  MySQL{MaxOpenConns: 32, MaxIdleConns: 16, ConnMaxLifetime: time.Hour},
+		SQLite: SQLite{Path: "./data/nexo.db"},
+		Redis:  Redis{PoolSize: 64, KeyPrefix: "nexo"},
+		JWT:    JWT{TTL: 24 * time.Hour, Issuer: "nexo"},
+		Auth:   Auth{BcryptCost: 10},
+		Log:    Log{Level: "info", Format: "text"},
+		WS: WS{
+			ReadLimit: 64 << 10, WriteTimeout: 10 * time.Second,
+			PingInterval: 25 * time.Second, PongWait: 60 * time.Second,
+			SendQueue: 256, HighWater: 192, CloseUnwritableAfter: 3 * time.Second,
+			LoginPolicy: "single_per_platform", RateLimit: 100, RateBurst: 200,
+			PresenceTTL: 60 * time.Second,
+		},
+		TwoPhase: TwoPhase{Enabled: true, DeliverBeforeSaved: false, FailOpen: true, IdempotencyTTL: 24 * time.Hour},
+		Streams: Streams{
+			Shards: 8, ReadCount: 256, Block: 2 * time.Second,
+			ClaimMinIdle: 5 * time.Second, TrimInterval: 5 * time.Second,
+		},
+		Save: Save{
+			BatchSize: 256, BatchWait: 2 * time.Millisecond, MaxAttempts: 8,
+			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second,
+		},
+		Seq:  Seq{LeaseBlock: 1000},
+		Msg:  Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute},
+		Push: Push{QueueSize: 65536, Workers: 4},
+	}
+}

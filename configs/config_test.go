@@ -1,0 +1,126 @@
+package configs
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/knadh/koanf/parsers/yaml"
+	"github.com/knadh/koanf/providers/file"
+	"github.com/knadh/koanf/v2"
+)
+
+func TestSampleYAMLDocumentsEveryKeyWithItsDefault(t *testing.T) {
+	k := koanf.New(".")
+	if err := k.Load(file.Provider("nexo.yaml"), yaml.Parser()); err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range Keys() {
+		if !k.Exists(key) {
+			t.Errorf("configs/nexo.yaml does not document %s", key)
+		}
+	}
+	cfg, err := Load("nexo.yaml", []string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.WS.AllowedOrigins) != 0 {
+		t.Errorf("allowed_origins = %v", cfg.WS.AllowedOrigins)
+	}
+	cfg.WS.AllowedOrigins = nil // [] in YAML, nil in Default()
+	if want := Default(); !reflect.DeepEqual(cfg, want) {
+		t.Errorf("nexo.yaml values differ from Default():\n got %+v\nwant %+v", cfg, want)
+	}
+}
+
+func TestEnvNamesAreUnique(t *testing.T) {
+	seen := map[string]string{}
+	for _, key := range Keys() {
+		name := EnvName(key)
+		if other, dup := seen[name]; dup {
+			t.Errorf("%s and %s share %s", key, other, name)
+		}
+		seen[name] = key
+	}
+	if EnvName("http.addr") != "NEXO_HTTP_ADDR" || EnvName("two_phase.enabled") != "NEXO_TWO_PHASE_ENABLED" {
+		t.Error("naming rule changed")
+	}
+}
+
+func TestEnvOverridesFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "c.yaml")
+	if err := os.WriteFile(path, []byte("http:\n  addr: \":9000\"\nws:\n  ping_interval: 5s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := Load(path, []string{
+		"NEXO_HTTP_ADDR=127.0.0.1:9100",
+		"NEXO_TWO_PHASE_ENABLED=false",
+		"NEXO_STREAMS_SHARDS=4",
+		"NEXO_WS_ALLOWED_ORIGINS=http://a.example, http://b.example",
+		"NEXO_TEST_MYSQL_DSN=ignored",
+		"PATH=/bin",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.HTTP.Addr != "127.0.0.1:9100" || cfg.TwoPhase.Enabled || cfg.Streams.Shards != 4 {
+		t.Errorf("env not applied: %+v", cfg)
+	}
+	if cfg.WS.PingInterval != 5*time.Second {
+		t.Errorf("file not applied: ping_interval = %v", cfg.WS.PingInterval)
+	}
+	if len(cfg.WS.AllowedOrigins) != 2 || cfg.WS.AllowedOrigins[1] != "http://b.example" {
+		t.Errorf("allowed_origins = %q", cfg.WS.AllowedOrigins)
+	}
+}
+
+func TestBadValuesNameTheKey(t *testing.T) {
+	cases := []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"NEXO_WS_LOGIN_POLICY=some"}, "ws.login_policy"},
+		{[]string{"NEXO_HTTP_ADDR=nope"}, "http.addr"},
+		{[]string{"NEXO_MYSQL_DSN=x", "NEXO_REDIS_ADDR=127.0.0.1:6379", "NEXO_JWT_SECRET=short"}, "jwt.secret"},
+		{[]string{"NEXO_MYSQL_DSN=x"}, "mysql.dsn"},
+		{[]string{"NEXO_STREAMS_SHARDS=0"}, "streams.shards"},
+		{[]string{"NEXO_STREAMS_SHARDS=many"}, "shards"},
+		{[]string{"NEXO_TWO_PHASE_ENABLE=true"}, "NEXO_TWO_PHASE_ENABLE"},
+		{[]string{"NEXO_LOG_LEVEL=loud"}, "allowed: debug, info, warn, error"},
+	}
+	for _, c := range cases {
+		_, err := Load("", c.env)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want mention of %q", c.env, err, c.want)
+		}
+	}
+}
+
+func TestUnknownYAMLKeyRefused(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(path, []byte("two_phase:\n  enable: true\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path, []string{}); err == nil || !strings.Contains(err.Error(), "two_phase.enable") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), []string{}); err == nil {
+		t.Fatal("missing file accepted")
+	}
+}
+
+func TestSecretRequiredOutsideEmbedded(t *testing.T) {
+	secret := strings.Repeat("s", MinJWTSecretLen)
+	cfg, err := Load("", []string{"NEXO_MYSQL_DSN=x", "NEXO_REDIS_ADDR=127.0.0.1:6379", "NEXO_JWT_SECRET=" + secret})
+	if err != nil || cfg.Embedded() {
+		t.Fatalf("cfg embedded=%v err=%v", cfg.Embedded(), err)
+	}
+	cfg, err = Load("", []string{})
+	if err != nil || !cfg.Embedded() {
+		t.Fatalf("embedded default refused: %v", err)
+	}
+}

@@ -1,0 +1,57 @@
+package domain
+
+// RoleLevel is a group member's role, with OpenIM's levels.
+type RoleLevel int
+
+// Roles.
+const (
+	RoleOwner  RoleLevel = 100
+	RoleAdmin  RoleLevel = 60
+	RoleMember RoleLevel = 20
+)
+
+// MemberStatus is whether a member is in the group (seed design §3.3.3).
+type MemberStatus int
+
+// Member statuses.
+const (
+	MemberNormal MemberStatus = 0
+	MemberLeft   MemberStatus = 1
+	MemberKicked MemberStatus = 2
+)
+
+// GroupStatus is whether a group accepts messages.
+type GroupStatus int
+
+// Group statuses.
+const (
+	GroupNormal    GroupStatus = 0
+	GroupDismissed GroupStatus = 1
+)
+
+// Group is a group chat. Times are Unix milliseconds.
+type Group struct {
+	ID            string
+	Name          string
+	Introduction  string
+	Avatar        string
+	Status        GroupStatus
+	CreatorUserID string
+	OwnerUserID   string
+	GroupType     int
+	JoinPolicy    string
+	CreatedAt     int64
+	UpdatedAt     int64
+}
+
+// GroupMember is one user's membership. JoinSeq is the first seq the member
+// may see (joining does not reveal history; see docs/groups.md).
+type GroupMember struct {
+	GroupID       string
+	UserID        string
+	RoleLevel     RoleLevel
+	Status        MemberStatus
+	JoinSeq       int64
+	JoinedAt      int64
+	InviterUserID string
+}

@@ -1,0 +1,135 @@
+package domain
+
+import (
+	"strings"
+)
+
+// SessionType tells single chat from group chat, with OpenIM's numbers.
+type SessionType int
+
+const (
+	// SessionSingle is a one-to-one conversation ("si_" conversation IDs).
+	SessionSingle SessionType = 1
+	// SessionGroup is a group conversation ("sg_" conversation IDs).
+	SessionGroup SessionType = 3
+)
+
+// Valid reports whether t is a session type Nexo serves.
+func (t SessionType) Valid() bool { return t == SessionSingle || t == SessionGroup }
+
+const (
+	singlePrefix = "si_"
+	groupPrefix  = "sg_"
+	// MaxIDLen is the longest user or group ID accepted (VARCHAR(64) in the schema).
+	MaxIDLen = 64
+)
+
+// ValidID reports whether id is 1–64 characters of [A-Za-z0-9_-], the rule
+// for user and group IDs.
+func ValidID(id string) bool {
+	if len(id) == 0 || len(id) > MaxIDLen {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// SingleConversationID returns "si_{min(a,b)}_{max(a,b)}", the same for both
+// parties (seed design §3.4.4). A note to self is "si_{a}_{a}".
+//
+// User IDs may contain '_', which would make "si_a_b_c" ambiguous ("a" with
+// "b_c", or "a_b" with "c"), so inside each half '_' is written as '.', a
+// character no ID may hold: "a" with "b_c" is "si_a_b.c". IDs without '_'
+// get exactly the seed's form. See docs/conversations.md.
+func SingleConversationID(a, b string) string {
+	if b < a {
+		a, b = b, a
+	}
+	return singlePrefix + strings.ReplaceAll(a, "_", ".") + "_" + strings.ReplaceAll(b, "_", ".")
+}
+
+// SingleParties returns the two user IDs of a single-chat conversation ID in
+// ID order, and false when the ID is not a well-formed single-chat ID.
+func SingleParties(conversationID string) (a, b string, ok bool) {
+	rest, found := strings.CutPrefix(conversationID, singlePrefix)
+	if !found {
+		return "", "", false
+	}
+	x, y, found := strings.Cut(rest, "_")
+	if !found {
+		return "", "", false
+	}
+	a, b = strings.ReplaceAll(x, ".", "_"), strings.ReplaceAll(y, ".", "_")
+	if !ValidID(a) || !ValidID(b) || SingleConversationID(a, b) != conversationID {
+		return "", "", false
+	}
+	return a, b, true
+}
+
+// GroupConversationID returns "sg_{group_id}".
+func GroupConversationID(groupID string) string { return groupPrefix + groupID }
+
+// ConversationSessionType tells which kind of conversation an ID names, from
+// its prefix; ok is false for anything else.
+func ConversationSessionType(conversationID string) (t SessionType, ok bool) {
+	switch {
+	case strings.HasPrefix(conversationID, singlePrefix):
+		return SessionSingle, true
+	case strings.HasPrefix(conversationID, groupPrefix):
+		return SessionGroup, true
+	}
+	return 0, false
+}
+
+// GroupIDOf returns the group ID of a group conversation ID, or "" when the ID
+// is not a well-formed group conversation.
+func GroupIDOf(conversationID string) string {
+	id, ok := strings.CutPrefix(conversationID, groupPrefix)
+	if !ok || !ValidID(id) {
+		return ""
+	}
+	return id
+}
+
+// SinglePeer returns the other party of a single-chat conversation for
+// userID, and false when userID is not a party. For a note to self the peer
+// is userID itself.
+func SinglePeer(conversationID, userID string) (string, bool) {
+	a, b, ok := SingleParties(conversationID)
+	switch {
+	case !ok:
+		return "", false
+	case a == userID:
+		return b, true
+	case b == userID:
+		return a, true
+	}
+	return "", false
+}
+
+// Platform is a client platform, numbered as OpenIM numbers them.
+type Platform int
+
+// OpenIM's platform numbers.
+const (
+	PlatformIOS        Platform = 1
+	PlatformAndroid    Platform = 2
+	PlatformWindows    Platform = 3
+	PlatformOSX        Platform = 4
+	PlatformWeb        Platform = 5
+	PlatformMiniWeb    Platform = 6
+	PlatformLinux      Platform = 7
+	PlatformAndroidPad Platform = 8
+	PlatformIPad       Platform = 9
+	PlatformAdmin      Platform = 10
+)
+
+// Valid reports whether p is one of OpenIM's platform numbers (1–10).
+func (p Platform) Valid() bool { return p >= PlatformIOS && p <= PlatformAdmin }

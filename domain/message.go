@@ -1,0 +1,85 @@
+package domain
+
+// MsgType is a message's content type, with OpenIM's numbers.
+type MsgType int
+
+// Content types (OpenIM's numbers) and Nexo's notification types (1500+).
+const (
+	MsgText    MsgType = 101
+	MsgPicture MsgType = 102
+	MsgVoice   MsgType = 103
+	MsgVideo   MsgType = 104
+	MsgFile    MsgType = 105
+	MsgAtText  MsgType = 106
+	MsgCustom  MsgType = 110
+
+	// MsgNotificationMin is the first notification type; group and revoke
+	// notifications (see docs/groups.md) are numbered from here.
+	MsgNotificationMin MsgType = 1500
+)
+
+// UserSendable reports whether a client may send this type (notifications
+// are the server's own).
+func (t MsgType) UserSendable() bool {
+	switch t {
+	case MsgText, MsgPicture, MsgVoice, MsgVideo, MsgFile, MsgAtText, MsgCustom:
+		return true
+	}
+	return false
+}
+
+// MessageStatus is the state of a stored message.
+type MessageStatus string
+
+const (
+	// StatusNormal: a readable message.
+	StatusNormal MessageStatus = "normal"
+	// StatusRevoked: recalled; its content is no longer served.
+	StatusRevoked MessageStatus = "revoked"
+	// StatusFailed: a placeholder for a seq whose message could not be saved
+	// (it went to the dead-letter stream); see docs/pipeline.md.
+	StatusFailed MessageStatus = "failed"
+	// StatusUnavailable is never stored: pulls use it for a seq that has no
+	// readable message (a gap, a failed placeholder, or outside the caller's
+	// visibility), so clients can advance past it.
+	StatusUnavailable MessageStatus = "unavailable"
+)
+
+// Content is a message body. Exactly the field that fits MsgType is set;
+// Image, Video, Audio and File hold URLs or client-defined references, and
+// Custom holds a JSON document as text.
+type Content struct {
+	Text   string
+	Image  string
+	Video  string
+	Audio  string
+	File   string
+	Custom string
+}
+
+// Size is the number of bytes the content occupies, for the body limit.
+func (c Content) Size() int {
+	return len(c.Text) + len(c.Image) + len(c.Video) + len(c.Audio) + len(c.File) + len(c.Custom)
+}
+
+// Empty reports whether no content field is set.
+func (c Content) Empty() bool { return c.Size() == 0 }
+
+// Message is one message of a conversation. Seq is its position in the
+// conversation (strictly increasing, never reused); ServerMsgID is globally
+// unique and sortable by time; SendAt is Unix milliseconds taken at accept.
+type Message struct {
+	ServerMsgID    string
+	ClientMsgID    string
+	ConversationID string
+	Seq            int64
+	SenderID       string
+	RecvID         string // single chat: the receiver; "" for groups
+	GroupID        string // group chat: the group; "" for single chat
+	SessionType    SessionType
+	MsgType        MsgType
+	Content        Content
+	AtUserIDs      []string
+	Status         MessageStatus
+	SendAt         int64
+}

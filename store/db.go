@@ -1,0 +1,118 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	"gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"github.com/nexo-im/nexo/configs"
+)
+
+// Dialect names the SQL dialect behind a DB.
+type Dialect string
+
+// Supported dialects.
+const (
+	MySQL  Dialect = "mysql" // MySQL 8 and MariaDB 10.5+
+	SQLite Dialect = "sqlite"
+)
+
+// DB is an open database with its dialect. Repositories share one DB.
+type DB struct {
+	Gorm    *gorm.DB
+	Dialect Dialect
+}
+
+// OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry
+// charset=utf8mb4&parseTime=true&loc=UTC.
+func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
+	g, err := gorm.Open(mysql.New(mysql.Config{
+		DSN: cfg.DSN,
+		// MariaDB >= 10.5 otherwise gets RETURNING, which reports a swallowed
+		// duplicate as an inserted row.
+		DisableWithReturning: true,
+	}), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, err
+	}
+	sqlDB.SetMaxOpenConns(cfg.MaxOpenConns)
+	sqlDB.SetMaxIdleConns(cfg.MaxIdleConns)
+	sqlDB.SetConnMaxLifetime(cfg.ConnMaxLifetime)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("ping mysql: %w", err)
+	}
+	return &DB{Gorm: g, Dialect: MySQL}, nil
+}
+
+// OpenSQLite opens (creating if needed) the embedded SQLite file at path, in
+// WAL mode with immediate transactions: a transaction that reads then writes
+// otherwise fails with SQLITE_BUSY under concurrency (see
+// shared/LIBRARY-NOTES.md). An in-memory path is refused: every pooled
+// connection would get its own empty database.
+func OpenSQLite(ctx context.Context, path string) (*DB, error) {
+	if path == "" || path == ":memory:" {
+		return nil, fmt.Errorf("sqlite path %q: a file is required", path)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, fmt.Errorf("create sqlite dir: %w", err)
+	}
+	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
+	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
+	}
+	sqlDB, err := g.DB()
+	if err != nil {
+		return nil, err
+	}
+	// One writer at a time is SQLite's model; a small pool keeps readers
+	// concurrent without piling up writers on the busy timeout.
+	sqlDB.SetMaxOpenConns(4)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("ping sqlite: %w", err)
+	}
+	return &DB{Gorm: g, Dialect: SQLite}, nil
+}
+
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
+		Logger:                 logger.Discard,
+		SkipDefaultTransaction: true,
+		PrepareStmt:            false,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+}
+
+// Ping checks the database is reachable (for /readyz).
+func (db *DB) Ping(ctx context.Context) error {
+	sqlDB, err := db.Gorm.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// Close closes the pool.
+func (db *DB) Close() error {
+	sqlDB, err := db.Gorm.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.Close()
+}
+
+// nowMillis is the store's clock, Unix milliseconds.
+func nowMillis() int64 { return time.Now().UnixMilli() }

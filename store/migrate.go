@@ -1,0 +1,104 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+)
+
+// migration is one versioned schema step. Up must be idempotent: it may run
+// again after a crash between the step and its schema_migrations row, so it
+// checks before it adds (see docs/schema.md for how changes are rolled out).
+type migration struct {
+	Version int
+	Name    string
+	Up      func(tx *gorm.DB, d Dialect) error
+}
+
+// migrations is the ordered history. Append only: never edit a released step.
+var migrations = []migration{
+	{1, "base schema", func(tx *gorm.DB, d Dialect) error {
+		return tx.AutoMigrate(allModels()...)
+	}},
+}
+
+type schemaMigrationRow struct {
+	Version   int    `gorm:"column:version;primaryKey;autoIncrement:false"`
+	Name      string `gorm:"column:name;type:varchar(128);not null"`
+	AppliedAt int64  `gorm:"column:applied_at;not null"`
+}
+
+func (schemaMigrationRow) TableName() string { return "schema_migrations" }
+
+// Migrate applies every migration newer than the database's version, in
+// order, and returns the versions it applied. Running it again is a no-op.
+// On MySQL, concurrent starts serialize on a named lock (GET_LOCK) so two
+// processes never run the same step at once.
+func (db *DB) Migrate(ctx context.Context) ([]int, error) {
+	g := db.Gorm.WithContext(ctx)
+	if db.Dialect == MySQL {
+		// A named lock is held by the connection, so pin one.
+		conn, err := g.DB()
+		if err != nil {
+			return nil, err
+		}
+		c, err := conn.Conn(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("migrate: %w", err)
+		}
+		defer c.Close()
+		var got int
+		if err := c.QueryRowContext(ctx, "SELECT GET_LOCK('nexo_migrate', 60)").Scan(&got); err != nil || got != 1 {
+			return nil, fmt.Errorf("migrate: could not take the migration lock (got %d): %v", got, err)
+		}
+		defer c.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('nexo_migrate')") //nolint:errcheck
+	}
+	if db.Dialect == MySQL {
+		// Session makes the configured handle reusable: chained calls on a bare
+		// Set() result would share (and pollute) one statement.
+		g = g.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci").Session(&gorm.Session{})
+	}
+	if err := g.AutoMigrate(&schemaMigrationRow{}); err != nil {
+		return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)
+	}
+	var done []int
+	if err := g.Model(&schemaMigrationRow{}).Pluck("version", &done).Error; err != nil {
+		return nil, fmt.Errorf("migrate: read versions: %w", err)
+	}
+	have := map[int]bool{}
+	for _, v := range done {
+		have[v] = true
+	}
+	var applied []int
+	for _, m := range migrations {
+		if have[m.Version] {
+			continue
+		}
+		if err := m.Up(g, db.Dialect); err != nil {
+			return applied, fmt.Errorf("migrate %d (%s): %w", m.Version, m.Name, err)
+		}
+		row := schemaMigrationRow{Version: m.Version, Name: m.Name, AppliedAt: nowMillis()}
+		if err := g.Create(&row).Error; err != nil {
+			return applied, fmt.Errorf("migrate %d: record: %w", m.Version, err)
+		}
+		applied = append(applied, m.Version)
+	}
+	return applied, nil
+}
+
+// SchemaVersion returns the highest applied migration, 0 for an empty database.
+func (db *DB) SchemaVersion(ctx context.Context) (int, error) {
+	var v *int
+	if !db.Gorm.Migrator().HasTable(&schemaMigrationRow{}) {
+		return 0, nil
+	}
+	err := db.Gorm.WithContext(ctx).Model(&schemaMigrationRow{}).Select("MAX(version)").Scan(&v).Error
+	if err != nil || v == nil {
+		return 0, err
+	}
+	return *v, nil
+}
+
+// LatestSchemaVersion is the version this build migrates to.
+func LatestSchemaVersion() int { return migrations[len(migrations)-1].Version }

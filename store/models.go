@@ -1,0 +1,136 @@
+package store
+
+// GORM rows. They mirror the seed design's tables (§3.3) plus what a real
+// server needs; docs/schema.md describes every column. Column sizes are part
+// of the schema: VARCHAR(64) IDs, VARCHAR(256) conversation IDs, utf8mb4.
+
+type userRow struct {
+	ID           string  `gorm:"column:id;type:varchar(64);primaryKey"`
+	Nickname     string  `gorm:"column:nickname;type:varchar(128);not null;default:''"`
+	Avatar       string  `gorm:"column:avatar;type:varchar(512);not null;default:''"`
+	PasswordHash string  `gorm:"column:password_hash;type:varchar(255);not null;default:''"`
+	Extra        *string `gorm:"column:extra;type:json"`
+	CreatedAt    int64   `gorm:"column:created_at;not null;autoCreateTime:false;index:idx_created_at"`
+	UpdatedAt    int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+}
+
+func (userRow) TableName() string { return "users" }
+
+type groupRow struct {
+	ID            string  `gorm:"column:id;type:varchar(64);primaryKey"`
+	Name          string  `gorm:"column:name;type:varchar(128);not null"`
+	Introduction  string  `gorm:"column:introduction;type:varchar(512);not null;default:''"`
+	Avatar        string  `gorm:"column:avatar;type:varchar(512);not null;default:''"`
+	Extra         *string `gorm:"column:extra;type:json"`
+	Status        int     `gorm:"column:status;not null;default:0;index:idx_status"`
+	CreatorUserID string  `gorm:"column:creator_user_id;type:varchar(64);not null;index:idx_creator"`
+	OwnerUserID   string  `gorm:"column:owner_user_id;type:varchar(64);not null;default:''"`
+	GroupType     int     `gorm:"column:group_type;not null;default:0"`
+	JoinPolicy    string  `gorm:"column:join_policy;type:varchar(16);not null;default:'open'"`
+	CreatedAt     int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt     int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+}
+
+func (groupRow) TableName() string { return "groups" }
+
+type groupMemberRow struct {
+	ID            int64   `gorm:"column:id;primaryKey;autoIncrement"`
+	GroupID       string  `gorm:"column:group_id;type:varchar(64);not null;uniqueIndex:uk_group_user,priority:1;index:idx_group_status,priority:1"`
+	UserID        string  `gorm:"column:user_id;type:varchar(64);not null;uniqueIndex:uk_group_user,priority:2;index:idx_user_id"`
+	GroupNickname string  `gorm:"column:group_nickname;type:varchar(128);not null;default:''"`
+	GroupAvatar   string  `gorm:"column:group_avatar;type:varchar(512);not null;default:''"`
+	Extra         *string `gorm:"column:extra;type:json"`
+	RoleLevel     int     `gorm:"column:role_level;not null;default:0"`
+	Status        int     `gorm:"column:status;not null;default:0;index:idx_group_status,priority:2"`
+	JoinedAt      int64   `gorm:"column:joined_at;not null"`
+	JoinSeq       int64   `gorm:"column:join_seq;not null;default:0"`
+	InviterUserID string  `gorm:"column:inviter_user_id;type:varchar(64);not null;default:''"`
+	CreatedAt     int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt     int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+}
+
+func (groupMemberRow) TableName() string { return "group_members" }
+
+type conversationRow struct {
+	ID               int64   `gorm:"column:id;primaryKey;autoIncrement"`
+	ConversationID   string  `gorm:"column:conversation_id;type:varchar(256);not null;uniqueIndex:uk_owner_conv,priority:2"`
+	OwnerID          string  `gorm:"column:owner_id;type:varchar(64);not null;uniqueIndex:uk_owner_conv,priority:1;index:idx_owner"`
+	ConversationType int     `gorm:"column:conversation_type;not null;index:idx_conv_type"`
+	PeerUserID       string  `gorm:"column:peer_user_id;type:varchar(64);not null;default:''"`
+	GroupID          string  `gorm:"column:group_id;type:varchar(64);not null;default:''"`
+	RecvMsgOpt       int     `gorm:"column:recv_msg_opt;not null;default:0"`
+	IsPinned         bool    `gorm:"column:is_pinned;not null;default:false"`
+	Extra            *string `gorm:"column:extra;type:json"`
+	CreatedAt        int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt        int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+}
+
+func (conversationRow) TableName() string { return "conversations" }
+
+// seqConversationRow: MaxSeq is the highest *saved* seq; ReservedSeq is the
+// ceiling of seq blocks leased to the Redis allocator (every seq ever issued
+// is <= ReservedSeq, so allocation resumes above it after Redis loses data).
+type seqConversationRow struct {
+	ConversationID string `gorm:"column:conversation_id;type:varchar(256);primaryKey"`
+	MaxSeq         int64  `gorm:"column:max_seq;not null;default:0"`
+	MinSeq         int64  `gorm:"column:min_seq;not null;default:0"`
+	ReservedSeq    int64  `gorm:"column:reserved_seq;not null;default:0"`
+}
+
+func (seqConversationRow) TableName() string { return "seq_conversations" }
+
+// seqUserRow is a member's cursor: MinSeq/MaxSeq bound visibility (MaxSeq 0 =
+// unbounded), DeliveredSeq and ReadSeq only move forward.
+type seqUserRow struct {
+	ID             int64  `gorm:"column:id;primaryKey;autoIncrement"`
+	UserID         string `gorm:"column:user_id;type:varchar(64);not null;uniqueIndex:uk_user_conv,priority:1;index:idx_user"`
+	ConversationID string `gorm:"column:conversation_id;type:varchar(256);not null;uniqueIndex:uk_user_conv,priority:2"`
+	MinSeq         int64  `gorm:"column:min_seq;not null;default:0"`
+	MaxSeq         int64  `gorm:"column:max_seq;not null;default:0"`
+	ReadSeq        int64  `gorm:"column:read_seq;not null;default:0"`
+	DeliveredSeq   int64  `gorm:"column:delivered_seq;not null;default:0"`
+}
+
+func (seqUserRow) TableName() string { return "seq_users" }
+
+// Message status codes stored in messages.status.
+const (
+	msgStatusNormal  = 0
+	msgStatusRevoked = 1
+	msgStatusFailed  = 2
+)
+
+type messageRow struct {
+	ID             int64   `gorm:"column:id;primaryKey;autoIncrement"`
+	ConversationID string  `gorm:"column:conversation_id;type:varchar(256);not null;uniqueIndex:uk_conv_seq,priority:1"`
+	Seq            int64   `gorm:"column:seq;not null;uniqueIndex:uk_conv_seq,priority:2"`
+	ClientMsgID    string  `gorm:"column:client_msg_id;type:varchar(64);not null;uniqueIndex:uk_sender_client_msg,priority:2"`
+	ServerMsgID    string  `gorm:"column:server_msg_id;type:varchar(64);not null;uniqueIndex:uk_server_msg_id"`
+	SenderID       string  `gorm:"column:sender_id;type:varchar(64);not null;uniqueIndex:uk_sender_client_msg,priority:1;index:idx_sender"`
+	RecvID         string  `gorm:"column:recv_id;type:varchar(64);not null;default:''"`
+	GroupID        string  `gorm:"column:group_id;type:varchar(64);not null;default:''"`
+	SessionType    int     `gorm:"column:session_type;not null"`
+	MsgType        int     `gorm:"column:msg_type;not null"`
+	ContentText    *string `gorm:"column:content_text;type:text"`
+	ContentImage   string  `gorm:"column:content_image;type:varchar(512);not null;default:''"`
+	ContentVideo   string  `gorm:"column:content_video;type:varchar(512);not null;default:''"`
+	ContentAudio   string  `gorm:"column:content_audio;type:varchar(512);not null;default:''"`
+	ContentFile    string  `gorm:"column:content_file;type:varchar(512);not null;default:''"`
+	ContentCustom  *string `gorm:"column:content_custom;type:json"`
+	AtUserIDs      *string `gorm:"column:at_user_ids;type:json"`
+	Status         int     `gorm:"column:status;not null;default:0"`
+	Extra          *string `gorm:"column:extra;type:json"`
+	SendAt         int64   `gorm:"column:send_at;not null;index:idx_send_at"`
+	CreatedAt      int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt      int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+}
+
+func (messageRow) TableName() string { return "messages" }
+
+// allModels lists every table of migration 1, in creation order.
+func allModels() []any {
+	return []any{
+		&userRow{}, &groupRow{}, &groupMemberRow{}, &conversationRow{},
+		&seqConversationRow{}, &seqUserRow{}, &messageRow{},
+	}
+}

@@ -47,3 +47,13 @@ var (
 	// ErrGroupDismissed: the group no longer accepts messages.
 	ErrGroupDismissed = errors.New("group dismissed")
 )
+
+// Group administration and recall refusals (see docs/groups.md, docs/protocol.md).
+var (
+	ErrJoinNotAllowed   = errors.New("group does not allow joining")
+	ErrOwnerCannotQuit  = errors.New("owner must transfer ownership before quitting")
+	ErrRevokeNotAllowed = errors.New("not allowed to revoke this message")
+	ErrRevokeTimeout    = errors.New("revoke window has passed")
+	ErrMessageNotFound  = errors.New("message not found")
+	ErrSaveFailed       = errors.New("message could not be saved")
+)

@@ -1,0 +1,172 @@
+// Package wire holds what Nexo puts on the wire, in one place: the error
+// table (reason, err_code, HTTP status) that maps every domain error, the
+// HTTP response envelope, and the WebSocket frame types and identifiers.
+// docs/errors.md and docs/protocol.md describe the same tables.
+package wire
+
+import (
+	"errors"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// Reason is a machine-readable error string, stable public API.
+type Reason string
+
+// Every error reason Nexo answers with.
+const (
+	ReasonBadRequest            Reason = "bad_request"
+	ReasonBodyTooLong           Reason = "body_too_long"
+	ReasonUnknownRequest        Reason = "unknown_request"
+	ReasonBadSeq                Reason = "bad_seq"
+	ReasonTokenMissing          Reason = "token_missing"
+	ReasonTokenInvalid          Reason = "token_invalid"
+	ReasonTokenExpired          Reason = "token_expired"
+	ReasonTokenRevoked          Reason = "token_revoked"
+	ReasonBadCredentials        Reason = "bad_credentials"
+	ReasonUnauthorized          Reason = "unauthorized"
+	ReasonSessionInvalid        Reason = "session_invalid"
+	ReasonKicked                Reason = "kicked"
+	ReasonForbidden             Reason = "forbidden"
+	ReasonNotConversationMember Reason = "not_conversation_member"
+	ReasonNotGroupMember        Reason = "not_group_member"
+	ReasonMemberNotActive       Reason = "member_not_active"
+	ReasonGroupDismissed        Reason = "group_dismissed"
+	ReasonJoinNotAllowed        Reason = "join_not_allowed"
+	ReasonOwnerCannotQuit       Reason = "owner_cannot_quit"
+	ReasonRevokeNotAllowed      Reason = "revoke_not_allowed"
+	ReasonRevokeTimeout         Reason = "revoke_timeout"
+	ReasonNotFound              Reason = "not_found"
+	ReasonUserNotFound          Reason = "user_not_found"
+	ReasonGroupNotFound         Reason = "group_not_found"
+	ReasonMessageNotFound       Reason = "message_not_found"
+	ReasonUserExists            Reason = "user_exists"
+	ReasonTooManyRequests       Reason = "too_many_requests"
+	ReasonInternalError         Reason = "internal_error"
+	ReasonServerBusy            Reason = "server_busy"
+	ReasonSaveFailed            Reason = "save_failed"
+)
+
+// Code is one row of the error table.
+type Code struct {
+	Reason     Reason
+	ErrCode    int
+	HTTPStatus int
+}
+
+// table is the single error table; docs/errors.md mirrors it.
+var table = []Code{
+	{ReasonBadRequest, 1001, 400},
+	{ReasonBodyTooLong, 1002, 400},
+	{ReasonUnknownRequest, 1003, 400},
+	{ReasonBadSeq, 1004, 400},
+	{ReasonTokenMissing, 1101, 401},
+	{ReasonTokenInvalid, 1102, 401},
+	{ReasonTokenExpired, 1103, 401},
+	{ReasonTokenRevoked, 1104, 401},
+	{ReasonBadCredentials, 1105, 401},
+	{ReasonUnauthorized, 1106, 401},
+	{ReasonSessionInvalid, 1107, 401},
+	{ReasonKicked, 1108, 401},
+	{ReasonForbidden, 1201, 403},
+	{ReasonNotConversationMember, 1202, 403},
+	{ReasonNotGroupMember, 1203, 403},
+	{ReasonMemberNotActive, 1204, 403},
+	{ReasonGroupDismissed, 1205, 403},
+	{ReasonJoinNotAllowed, 1206, 403},
+	{ReasonOwnerCannotQuit, 1207, 403},
+	{ReasonRevokeNotAllowed, 1208, 403},
+	{ReasonRevokeTimeout, 1209, 403},
+	{ReasonNotFound, 1300, 404},
+	{ReasonUserNotFound, 1301, 404},
+	{ReasonGroupNotFound, 1302, 404},
+	{ReasonMessageNotFound, 1303, 404},
+	{ReasonUserExists, 1401, 409},
+	{ReasonTooManyRequests, 1429, 429},
+	{ReasonInternalError, 1500, 500},
+	{ReasonServerBusy, 1503, 503},
+	{ReasonSaveFailed, 1504, 500},
+}
+
+var byReason = func() map[Reason]Code {
+	m := make(map[Reason]Code, len(table))
+	for _, c := range table {
+		m[c.Reason] = c
+	}
+	return m
+}()
+
+// Table returns a copy of the error table, in err_code order.
+func Table() []Code { return append([]Code(nil), table...) }
+
+// Lookup returns the row of a reason; an unknown reason is internal_error.
+func Lookup(r Reason) Code {
+	if c, ok := byReason[r]; ok {
+		return c
+	}
+	return byReason[ReasonInternalError]
+}
+
+// domainReasons maps each domain sentinel to its reason.
+var domainReasons = []struct {
+	err    error
+	reason Reason
+}{
+	{domain.ErrBodyTooLong, ReasonBodyTooLong},
+	{domain.ErrInvalidArgument, ReasonBadRequest},
+	{domain.ErrBadSeq, ReasonBadSeq},
+	{domain.ErrTokenMissing, ReasonTokenMissing},
+	{domain.ErrTokenInvalid, ReasonTokenInvalid},
+	{domain.ErrTokenExpired, ReasonTokenExpired},
+	{domain.ErrTokenRevoked, ReasonTokenRevoked},
+	{domain.ErrBadCredentials, ReasonBadCredentials},
+	{domain.ErrForbidden, ReasonForbidden},
+	{domain.ErrNotConversationMember, ReasonNotConversationMember},
+	{domain.ErrNotGroupMember, ReasonNotGroupMember},
+	{domain.ErrMemberNotActive, ReasonMemberNotActive},
+	{domain.ErrGroupDismissed, ReasonGroupDismissed},
+	{domain.ErrJoinNotAllowed, ReasonJoinNotAllowed},
+	{domain.ErrOwnerCannotQuit, ReasonOwnerCannotQuit},
+	{domain.ErrRevokeNotAllowed, ReasonRevokeNotAllowed},
+	{domain.ErrRevokeTimeout, ReasonRevokeTimeout},
+	{domain.ErrUserNotFound, ReasonUserNotFound},
+	{domain.ErrGroupNotFound, ReasonGroupNotFound},
+	{domain.ErrMessageNotFound, ReasonMessageNotFound},
+	{domain.ErrNotFound, ReasonNotFound},
+	{domain.ErrUserExists, ReasonUserExists},
+	{domain.ErrRateLimited, ReasonTooManyRequests},
+	{domain.ErrServerBusy, ReasonServerBusy},
+	{domain.ErrSaveFailed, ReasonSaveFailed},
+}
+
+// Error is a wire error: a row of the table plus a human detail.
+type Error struct {
+	Code
+	Detail string
+}
+
+func (e *Error) Error() string {
+	if e.Detail == "" {
+		return string(e.Reason)
+	}
+	return string(e.Reason) + ": " + e.Detail
+}
+
+// NewError builds a wire error for reason with a human detail.
+func NewError(r Reason, detail string) *Error { return &Error{Code: Lookup(r), Detail: detail} }
+
+// FromError maps any error to its wire error: a *Error passes through, a
+// domain sentinel (wrapped or joined) gets its row, anything else is
+// internal_error with no detail (internal messages never reach clients).
+func FromError(err error) *Error {
+	var we *Error
+	if errors.As(err, &we) {
+		return we
+	}
+	for _, d := range domainReasons {
+		if errors.Is(err, d.err) {
+			return &Error{Code: Lookup(d.reason), Detail: err.Error()}
+		}
+	}
+	return &Error{Code: Lookup(ReasonInternalError)}
+}

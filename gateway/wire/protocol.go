@@ -1,0 +1,53 @@
+package wire
+
+import "encoding/json"
+
+// Request identifiers, client -> server. 1001–1006 follow OpenIM; 11xx are Nexo's.
+const (
+	ReqGetNewestSeq      = 1001
+	ReqPullBySeqList     = 1002
+	ReqSendMsg           = 1003
+	ReqPullMsgRange      = 1005
+	ReqGetConvMaxReadSeq = 1006
+	ReqMsgAck            = 1101
+	ReqRevokeMsg         = 1102
+)
+
+// Push identifiers, server -> client.
+const (
+	PushMsg         = 2001
+	PushKick        = 2002
+	PushAck         = 2101
+	PushGroupNotify = 2102
+	PushError       = 3001
+)
+
+// Request is a client frame. Data is a JSON object whose shape depends on
+// ReqIdentifier (docs/protocol.md).
+type Request struct {
+	ReqIdentifier int             `json:"req_identifier"`
+	MsgIncr       string          `json:"msg_incr"`
+	OperationID   string          `json:"operation_id"`
+	Data          json.RawMessage `json:"data"`
+}
+
+// Response is a server frame: a response echoes the request's
+// req_identifier, msg_incr and operation_id; a push carries a 2xxx/3001
+// identifier. ErrMsg is the reason string when ErrCode is not 0.
+type Response struct {
+	ReqIdentifier int    `json:"req_identifier"`
+	MsgIncr       string `json:"msg_incr"`
+	OperationID   string `json:"operation_id"`
+	ErrCode       int    `json:"err_code"`
+	ErrMsg        string `json:"err_msg"`
+	Data          any    `json:"data"`
+}
+
+// Ack types of 2101 pushes and 1101 requests.
+const (
+	AckAccepted  = "accepted"
+	AckSaved     = "saved"
+	AckDelivered = "delivered"
+	AckRead      = "read"
+	AckRevoked   = "revoked"
+)

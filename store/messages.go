@@ -1,0 +1,311 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// MessageRepo owns the messages table and the bookkeeping a save implies
+// (saved max seq, the sender's cursor, both parties' conversation rows).
+type MessageRepo struct{ db *DB }
+
+// NewMessageRepo returns a MessageRepo over db.
+func NewMessageRepo(db *DB) *MessageRepo { return &MessageRepo{db: db} }
+
+// SaveOutcome says what SaveBatch did with one message.
+type SaveOutcome int
+
+const (
+	// Saved: the row is stored (now, or by an earlier attempt of the same
+	// message — a redelivered stream entry).
+	Saved SaveOutcome = iota + 1
+	// Duplicate: another message with the same (sender_id, client_msg_id) was
+	// stored first — a retry whose idempotency key had expired. Original is
+	// that message; the new seq stays a gap.
+	Duplicate
+	// SeqTaken: the (conversation_id, seq) belongs to a different message.
+	// Only possible if Redis handed out a seq twice (a failover that lost
+	// writes); the caller must re-sequence the message.
+	SeqTaken
+)
+
+// SaveResult is the outcome for the message at the same index of the batch.
+type SaveResult struct {
+	Outcome  SaveOutcome
+	Original domain.Message // the stored message (for Duplicate, the first one)
+}
+
+// SaveBatch stores msgs in one transaction with one multi-row INSERT that
+// skips rows conflicting on any unique key, then resolves every skipped row
+// through uk_sender_client_msg: the same server_msg_id means already saved,
+// another means Duplicate, none means SeqTaken. For every conversation it
+// advances seq_conversations.max_seq over the batch's seqs (gaps of
+// duplicates included), the sender's read_seq and delivered_seq (a sender
+// has read its own message), and upserts both parties' single-chat
+// conversation rows. Messages must not repeat a server_msg_id within msgs.
+// Errors are the database's; see IsRetryable.
+func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]SaveResult, error) {
+	if len(msgs) == 0 {
+		return nil, nil
+	}
+	now := nowMillis()
+	rows := make([]messageRow, len(msgs))
+	for i := range msgs {
+		rows[i] = toMessageRow(&msgs[i], now)
+	}
+	results := make([]SaveResult, len(msgs))
+	err := r.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+			return fmt.Errorf("insert %d messages: %w", len(rows), err)
+		}
+		stored, err := r.lookupByClientID(tx, msgs)
+		if err != nil {
+			return err
+		}
+		for i := range msgs {
+			m := &msgs[i]
+			orig, ok := stored[clientKey{m.SenderID, m.ClientMsgID}]
+			switch {
+			case !ok:
+				results[i] = SaveResult{Outcome: SeqTaken}
+			case orig.ServerMsgID == m.ServerMsgID:
+				results[i] = SaveResult{Outcome: Saved, Original: orig}
+			default:
+				results[i] = SaveResult{Outcome: Duplicate, Original: orig}
+			}
+		}
+		return r.advanceCursors(tx, msgs, results, now)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+type clientKey struct{ sender, clientMsgID string }
+
+func (r *MessageRepo) lookupByClientID(tx *gorm.DB, msgs []domain.Message) (map[clientKey]domain.Message, error) {
+	pairs := make([][]any, 0, len(msgs))
+	for i := range msgs {
+		pairs = append(pairs, []any{msgs[i].SenderID, msgs[i].ClientMsgID})
+	}
+	var found []messageRow
+	if err := tx.Where("(sender_id, client_msg_id) IN ?", pairs).Find(&found).Error; err != nil {
+		return nil, fmt.Errorf("resolve %d saved messages: %w", len(msgs), err)
+	}
+	out := make(map[clientKey]domain.Message, len(found))
+	for i := range found {
+		out[clientKey{found[i].SenderID, found[i].ClientMsgID}] = fromMessageRow(&found[i])
+	}
+	return out, nil
+}
+
+// advanceCursors applies the batch's bookkeeping with one multi-row upsert
+// per table, rows sorted by key so concurrent batches lock in the same order.
+func (r *MessageRepo) advanceCursors(tx *gorm.DB, msgs []domain.Message, res []SaveResult, now int64) error {
+	maxSeq := map[string]int64{}
+	type userConv struct{ user, conv string }
+	senderSeq := map[userConv]int64{}
+	convs := map[userConv]conversationRow{}
+	for i := range msgs {
+		m := &msgs[i]
+		if res[i].Outcome == SeqTaken {
+			continue
+		}
+		maxSeq[m.ConversationID] = max(maxSeq[m.ConversationID], m.Seq)
+		if res[i].Outcome != Saved {
+			continue
+		}
+		k := userConv{m.SenderID, m.ConversationID}
+		senderSeq[k] = max(senderSeq[k], m.Seq)
+		if m.SessionType == domain.SessionSingle {
+			for _, p := range [][2]string{{m.SenderID, m.RecvID}, {m.RecvID, m.SenderID}} {
+				convs[userConv{p[0], m.ConversationID}] = conversationRow{
+					ConversationID: m.ConversationID, OwnerID: p[0], PeerUserID: p[1],
+					ConversationType: int(domain.SessionSingle), CreatedAt: now, UpdatedAt: m.SendAt,
+				}
+			}
+		}
+	}
+	if len(maxSeq) > 0 {
+		seqRows := make([]seqConversationRow, 0, len(maxSeq))
+		for c, s := range maxSeq {
+			seqRows = append(seqRows, seqConversationRow{ConversationID: c, MaxSeq: s, ReservedSeq: s})
+		}
+		sort.Slice(seqRows, func(i, j int) bool { return seqRows[i].ConversationID < seqRows[j].ConversationID })
+		err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "conversation_id"}},
+			DoUpdates: clause.Assignments(map[string]any{"max_seq": r.db.greatestUpsert("max_seq")}),
+		}).Create(&seqRows).Error
+		if err != nil {
+			return fmt.Errorf("advance max_seq: %w", err)
+		}
+	}
+	if len(senderSeq) > 0 {
+		cur := make([]seqUserRow, 0, len(senderSeq))
+		for k, s := range senderSeq {
+			cur = append(cur, seqUserRow{UserID: k.user, ConversationID: k.conv, ReadSeq: s, DeliveredSeq: s})
+		}
+		sort.Slice(cur, func(i, j int) bool {
+			return cur[i].UserID < cur[j].UserID || cur[i].UserID == cur[j].UserID && cur[i].ConversationID < cur[j].ConversationID
+		})
+		err := tx.Clauses(clause.OnConflict{
+			Columns: []clause.Column{{Name: "user_id"}, {Name: "conversation_id"}},
+			DoUpdates: clause.Assignments(map[string]any{
+				"read_seq":      r.db.greatestUpsert("read_seq"),
+				"delivered_seq": r.db.greatestUpsert("delivered_seq"),
+			}),
+		}).Create(&cur).Error
+		if err != nil {
+			return fmt.Errorf("advance sender cursors: %w", err)
+		}
+	}
+	if len(convs) > 0 {
+		rows := make([]conversationRow, 0, len(convs))
+		for _, c := range convs {
+			rows = append(rows, c)
+		}
+		sort.Slice(rows, func(i, j int) bool {
+			return rows[i].OwnerID < rows[j].OwnerID || rows[i].OwnerID == rows[j].OwnerID && rows[i].ConversationID < rows[j].ConversationID
+		})
+		err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "owner_id"}, {Name: "conversation_id"}},
+			DoUpdates: clause.Assignments(map[string]any{"updated_at": r.db.greatestUpsert("updated_at")}),
+		}).Create(&rows).Error
+		if err != nil {
+			return fmt.Errorf("upsert conversations: %w", err)
+		}
+	}
+	return nil
+}
+
+// SaveFailed stores a "failed" placeholder for a seq whose message could not
+// be saved (it went to the dead-letter stream), so pulls report the seq as
+// unavailable and max_seq moves past it. The placeholder gets a synthetic
+// client_msg_id so the sender's retry with the original one is a new message.
+// Saving the same placeholder again is a no-op.
+func (r *MessageRepo) SaveFailed(ctx context.Context, m domain.Message) error {
+	ph := domain.Message{
+		ServerMsgID: m.ServerMsgID, ClientMsgID: "failed:" + m.ServerMsgID, ConversationID: m.ConversationID,
+		Seq: m.Seq, SenderID: m.SenderID, RecvID: m.RecvID, GroupID: m.GroupID, SessionType: m.SessionType,
+		MsgType: m.MsgType, Status: domain.StatusFailed, SendAt: m.SendAt,
+	}
+	// SeqTaken means the seq already holds another message: nothing to mark.
+	_, err := r.SaveBatch(ctx, []domain.Message{ph})
+	return err
+}
+
+// Range returns the messages of conversationID with begin <= seq <= end in
+// ascending seq order, at most limit of them. Seqs with no row are simply
+// absent; callers fill placeholders.
+func (r *MessageRepo) Range(ctx context.Context, conversationID string, begin, end int64, limit int) ([]domain.Message, error) {
+	var rows []messageRow
+	err := r.db.Gorm.WithContext(ctx).
+		Where("conversation_id = ? AND seq BETWEEN ? AND ?", conversationID, begin, end).
+		Order("seq ASC").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("pull %s [%d,%d]: %w", conversationID, begin, end, err)
+	}
+	return fromMessageRows(rows), nil
+}
+
+// BySeqs returns the stored messages of conversationID among seqs, ascending.
+func (r *MessageRepo) BySeqs(ctx context.Context, conversationID string, seqs []int64) ([]domain.Message, error) {
+	if len(seqs) == 0 {
+		return nil, nil
+	}
+	var rows []messageRow
+	err := r.db.Gorm.WithContext(ctx).Where("conversation_id = ? AND seq IN ?", conversationID, seqs).
+		Order("seq ASC").Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("pull %s by %d seqs: %w", conversationID, len(seqs), err)
+	}
+	return fromMessageRows(rows), nil
+}
+
+// ByClientMsgID returns the stored message of (senderID, clientMsgID), or
+// domain.ErrMessageNotFound.
+func (r *MessageRepo) ByClientMsgID(ctx context.Context, senderID, clientMsgID string) (domain.Message, error) {
+	var row messageRow
+	err := r.db.Gorm.WithContext(ctx).Where("sender_id = ? AND client_msg_id = ?", senderID, clientMsgID).Take(&row).Error
+	if err != nil {
+		return domain.Message{}, mapErr(err, domain.ErrMessageNotFound)
+	}
+	return fromMessageRow(&row), nil
+}
+
+func toMessageRow(m *domain.Message, now int64) messageRow {
+	row := messageRow{
+		ConversationID: m.ConversationID, Seq: m.Seq, ClientMsgID: m.ClientMsgID, ServerMsgID: m.ServerMsgID,
+		SenderID: m.SenderID, RecvID: m.RecvID, GroupID: m.GroupID, SessionType: int(m.SessionType),
+		MsgType: int(m.MsgType), ContentImage: m.Content.Image, ContentVideo: m.Content.Video,
+		ContentAudio: m.Content.Audio, ContentFile: m.Content.File, Status: statusCode(m.Status),
+		SendAt: m.SendAt, CreatedAt: now, UpdatedAt: now,
+	}
+	if m.Content.Text != "" {
+		row.ContentText = &m.Content.Text
+	}
+	if m.Content.Custom != "" {
+		row.ContentCustom = &m.Content.Custom
+	}
+	if len(m.AtUserIDs) > 0 {
+		b, _ := json.Marshal(m.AtUserIDs)
+		s := string(b)
+		row.AtUserIDs = &s
+	}
+	return row
+}
+
+func fromMessageRows(rows []messageRow) []domain.Message {
+	out := make([]domain.Message, len(rows))
+	for i := range rows {
+		out[i] = fromMessageRow(&rows[i])
+	}
+	return out
+}
+
+func fromMessageRow(r *messageRow) domain.Message {
+	m := domain.Message{
+		ServerMsgID: r.ServerMsgID, ClientMsgID: r.ClientMsgID, ConversationID: r.ConversationID, Seq: r.Seq,
+		SenderID: r.SenderID, RecvID: r.RecvID, GroupID: r.GroupID, SessionType: domain.SessionType(r.SessionType),
+		MsgType: domain.MsgType(r.MsgType), Status: statusName(r.Status), SendAt: r.SendAt,
+		Content: domain.Content{Image: r.ContentImage, Video: r.ContentVideo, Audio: r.ContentAudio, File: r.ContentFile},
+	}
+	if r.ContentText != nil {
+		m.Content.Text = *r.ContentText
+	}
+	if r.ContentCustom != nil {
+		m.Content.Custom = *r.ContentCustom
+	}
+	if r.AtUserIDs != nil {
+		_ = json.Unmarshal([]byte(*r.AtUserIDs), &m.AtUserIDs)
+	}
+	return m
+}
+
+func statusCode(s domain.MessageStatus) int {
+	switch s {
+	case domain.StatusRevoked:
+		return msgStatusRevoked
+	case domain.StatusFailed:
+		return msgStatusFailed
+	}
+	return msgStatusNormal
+}
+
+func statusName(c int) domain.MessageStatus {
+	switch c {
+	case msgStatusRevoked:
+		return domain.StatusRevoked
+	case msgStatusFailed:
+		return domain.StatusFailed
+	}
+	return domain.StatusNormal
+}

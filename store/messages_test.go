@@ -1,0 +1,172 @@
+package store_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/store/storetest"
+)
+
+func textMsg(sender, recv, clientID string, seq int64) domain.Message {
+	return domain.Message{
+		ServerMsgID: fmt.Sprintf("srv-%s-%s-%d", sender, clientID, seq), ClientMsgID: clientID,
+		ConversationID: domain.SingleConversationID(sender, recv), Seq: seq, SenderID: sender, RecvID: recv,
+		SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "hi " + clientID},
+		AtUserIDs: []string{recv}, Status: domain.StatusNormal, SendAt: 1700000000000 + seq,
+	}
+}
+
+func TestSeqLeaseContract(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			repo := store.NewSeqRepo(b.Open(t))
+			ctx := context.Background()
+			l1, err := repo.Lease(ctx, "si_a_b", 100)
+			if err != nil || l1.Base != 0 || l1.Ceiling != 100 {
+				t.Fatalf("first lease %+v err %v", l1, err)
+			}
+			l2, err := repo.Lease(ctx, "si_a_b", 1)
+			if err != nil || l2.Base != 100 || l2.Ceiling != 101 {
+				t.Fatalf("second lease %+v err %v", l2, err)
+			}
+			// Concurrent leases never overlap.
+			var mu sync.Mutex
+			seen := map[int64]bool{}
+			var wg sync.WaitGroup
+			for i := 0; i < 8; i++ {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := 0; j < 5; j++ {
+						l, err := repo.Lease(ctx, "si_a_b", 10)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						mu.Lock()
+						for s := l.Base + 1; s <= l.Ceiling; s++ {
+							if seen[s] {
+								t.Errorf("seq %d leased twice", s)
+							}
+							seen[s] = true
+						}
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if got, _ := repo.Reserved(ctx, "si_a_b"); got != 101+400 {
+				t.Fatalf("reserved = %d, want 501", got)
+			}
+			if _, err := repo.Lease(ctx, "si_a_b", 0); err == nil {
+				t.Fatal("zero block accepted")
+			}
+		})
+	}
+}
+
+func TestSaveBatchContract(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db := b.Open(t)
+			msgs := store.NewMessageRepo(db)
+			seqs := store.NewSeqRepo(db)
+			cur := store.NewCursorRepo(db)
+			ctx := context.Background()
+
+			batch := []domain.Message{textMsg("alice", "bob", "c1", 1), textMsg("alice", "bob", "c2", 2), textMsg("bob", "alice", "c1", 3)}
+			res, err := msgs.SaveBatch(ctx, batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, r := range res {
+				if r.Outcome != store.Saved || r.Original.ServerMsgID != batch[i].ServerMsgID {
+					t.Fatalf("result %d = %+v", i, r)
+				}
+			}
+			// Redelivery of the same entries: still Saved, nothing new.
+			res, err = msgs.SaveBatch(ctx, batch[:2])
+			if err != nil || res[0].Outcome != store.Saved || res[1].Outcome != store.Saved {
+				t.Fatalf("redelivery: %+v %v", res, err)
+			}
+			// A late duplicate: same (sender, client_msg_id), new seq and id.
+			late := textMsg("alice", "bob", "c1", 7)
+			late.ServerMsgID = "srv-late"
+			// And a seq collision: another message on seq 2.
+			clash := textMsg("alice", "bob", "c9", 2)
+			fresh := textMsg("alice", "bob", "c4", 4)
+			res, err = msgs.SaveBatch(ctx, []domain.Message{late, clash, fresh})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].Outcome != store.Duplicate || res[0].Original.Seq != 1 || res[0].Original.ServerMsgID != batch[0].ServerMsgID {
+				t.Errorf("late duplicate = %+v", res[0])
+			}
+			if res[1].Outcome != store.SeqTaken {
+				t.Errorf("seq clash = %+v", res[1])
+			}
+			if res[2].Outcome != store.Saved {
+				t.Errorf("fresh = %+v", res[2])
+			}
+
+			conv := domain.SingleConversationID("alice", "bob")
+			if max, _ := seqs.MaxSeq(ctx, conv); max != 7 {
+				t.Errorf("max_seq = %d, want 7 (the duplicate's gap is resolved too)", max)
+			}
+			got, err := msgs.Range(ctx, conv, 1, 100, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != 4 || got[0].Seq != 1 || got[3].Seq != 4 {
+				t.Fatalf("range = %+v", got)
+			}
+			if got[0].Content.Text != "hi c1" || len(got[0].AtUserIDs) != 1 || got[0].AtUserIDs[0] != "bob" || got[0].Status != domain.StatusNormal {
+				t.Errorf("round trip lost fields: %+v", got[0])
+			}
+			limited, _ := msgs.Range(ctx, conv, 2, 100, 2)
+			if len(limited) != 2 || limited[0].Seq != 2 || limited[1].Seq != 3 {
+				t.Errorf("limited range = %+v", limited)
+			}
+			picked, _ := msgs.BySeqs(ctx, conv, []int64{4, 1, 99})
+			if len(picked) != 2 || picked[0].Seq != 1 || picked[1].Seq != 4 {
+				t.Errorf("by seqs = %+v", picked)
+			}
+
+			c, err := cur.Get(ctx, "alice", conv)
+			if err != nil || c.ReadSeq != 4 || c.DeliveredSeq != 4 {
+				t.Errorf("sender cursor = %+v err %v", c, err)
+			}
+			c, err = cur.Get(ctx, "bob", conv)
+			if err != nil || c.ReadSeq != 3 {
+				t.Errorf("bob cursor = %+v err %v", c, err)
+			}
+			var n int64
+			db.Gorm.Table("conversations").Where("conversation_id = ?", conv).Count(&n)
+			if n != 2 {
+				t.Errorf("%d conversation rows, want 2", n)
+			}
+
+			// Failed placeholder: readable as failed, and the original client id is free again.
+			failed := textMsg("alice", "bob", "c5", 5)
+			if err := msgs.SaveFailed(ctx, failed); err != nil {
+				t.Fatal(err)
+			}
+			if err := msgs.SaveFailed(ctx, failed); err != nil {
+				t.Fatal("second placeholder:", err)
+			}
+			ph, _ := msgs.BySeqs(ctx, conv, []int64{5})
+			if len(ph) != 1 || ph[0].Status != domain.StatusFailed || ph[0].Content.Text != "" {
+				t.Errorf("placeholder = %+v", ph)
+			}
+			if _, err := msgs.ByClientMsgID(ctx, "alice", "c5"); err == nil {
+				t.Error("placeholder took the original client_msg_id")
+			}
+		})
+	}
+}

@@ -1,0 +1,80 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// SeqRepo owns seq_conversations: the reserved ceiling leased to the Redis
+// allocator and the highest saved seq.
+type SeqRepo struct{ db *DB }
+
+// NewSeqRepo returns a SeqRepo over db.
+func NewSeqRepo(db *DB) *SeqRepo { return &SeqRepo{db: db} }
+
+// Lease reserves the next block of seqs for conversationID and returns it:
+// (Base, Ceiling] with Ceiling-Base == block. The reserved ceiling is moved
+// and committed before Lease returns, so every seq of the block is fresh even
+// if the caller crashes or Redis later loses its copy; a block that is never
+// used leaves a gap, which pulls report as "unavailable". Lease(…, 1) is the
+// allocator of the synchronous fallback path when Redis is unreachable.
+func (r *SeqRepo) Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error) {
+	if block < 1 {
+		return domain.SeqLease{}, fmt.Errorf("lease block %d: %w", block, domain.ErrInvalidArgument)
+	}
+	var ceiling int64
+	err := r.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
+		row := seqConversationRow{ConversationID: conversationID, ReservedSeq: block}
+		err := tx.Clauses(clause.OnConflict{
+			Columns:   []clause.Column{{Name: "conversation_id"}},
+			DoUpdates: clause.Assignments(map[string]any{"reserved_seq": gorm.Expr("reserved_seq + ?", block)}),
+		}).Create(&row).Error
+		if err != nil {
+			return err
+		}
+		return tx.Model(&seqConversationRow{}).Where("conversation_id = ?", conversationID).
+			Pluck("reserved_seq", &ceiling).Error
+	})
+	if err != nil {
+		return domain.SeqLease{}, fmt.Errorf("lease %d seqs of %s: %w", block, conversationID, err)
+	}
+	return domain.SeqLease{ConversationID: conversationID, Base: ceiling - block, Ceiling: ceiling}, nil
+}
+
+// MaxSeq returns the highest saved (or resolved) seq of a conversation, 0
+// when it has none.
+func (r *SeqRepo) MaxSeq(ctx context.Context, conversationID string) (int64, error) {
+	var v []int64
+	err := r.db.Gorm.WithContext(ctx).Model(&seqConversationRow{}).
+		Where("conversation_id = ?", conversationID).Pluck("max_seq", &v).Error
+	if err != nil || len(v) == 0 {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// Reserved returns the reserved ceiling of a conversation (for tests and the
+// admin view), 0 when nothing was ever leased.
+func (r *SeqRepo) Reserved(ctx context.Context, conversationID string) (int64, error) {
+	var v []int64
+	err := r.db.Gorm.WithContext(ctx).Model(&seqConversationRow{}).
+		Where("conversation_id = ?", conversationID).Pluck("reserved_seq", &v).Error
+	if err != nil || len(v) == 0 {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// greatest returns the dialect's two-argument maximum of a column and the
+// value being upserted ("excluded"/VALUES()); only used in upserts.
+func (db *DB) greatestUpsert(col string) clause.Expr {
+	if db.Dialect == SQLite {
+		return gorm.Expr(fmt.Sprintf("MAX(%s, excluded.%s)", col, col))
+	}
+	return gorm.Expr(fmt.Sprintf("GREATEST(%s, VALUES(%s))", col, col))
+}

@@ -1,0 +1,112 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// UserRepo stores users. It takes and returns domain.User; times are Unix
+// milliseconds set by the repository.
+type UserRepo struct {
+	db *DB
+}
+
+// NewUserRepo returns the user repository on db.
+func NewUserRepo(db *DB) *UserRepo { return &UserRepo{db: db} }
+
+// existingChunk bounds the IN list of one Existing query.
+const existingChunk = 500
+
+// Create inserts u with CreatedAt = UpdatedAt = now and returns the stored
+// user. A taken ID is domain.ErrUserExists. Field lengths are the caller's
+// to check (domain.MaxNicknameLen, ...); the schema refuses longer values
+// on MySQL.
+func (r *UserRepo) Create(ctx context.Context, u domain.User) (domain.User, error) {
+	now := nowMillis()
+	row := userRow{ID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar, PasswordHash: u.PasswordHash, CreatedAt: now, UpdatedAt: now}
+	err := mapErr(r.db.Gorm.WithContext(ctx).Create(&row).Error, domain.ErrUserNotFound)
+	if errors.Is(err, domain.ErrDuplicate) {
+		return domain.User{}, fmt.Errorf("create user %q: %w", u.ID, domain.ErrUserExists)
+	}
+	if err != nil {
+		return domain.User{}, fmt.Errorf("create user %q: %w", u.ID, err)
+	}
+	return row.toDomain(), nil
+}
+
+// Get returns the user with exactly this ID, or domain.ErrUserNotFound.
+func (r *UserRepo) Get(ctx context.Context, id string) (domain.User, error) {
+	var row userRow
+	err := mapErr(r.db.Gorm.WithContext(ctx).Where("id = ?", id).Take(&row).Error, domain.ErrUserNotFound)
+	// MySQL's default collation compares case-insensitively: "ALICE" would
+	// find "alice". IDs are case-sensitive, so only an exact match counts.
+	if err == nil && row.ID != id {
+		err = domain.ErrUserNotFound
+	}
+	if err != nil {
+		return domain.User{}, fmt.Errorf("get user %q: %w", id, err)
+	}
+	return row.toDomain(), nil
+}
+
+// Update sets the fields that are not nil (nickname, avatar) and
+// updated_at, and returns the user as stored. An unknown ID is
+// domain.ErrUserNotFound. With both nil it only returns the user.
+func (r *UserRepo) Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error) {
+	set := map[string]any{}
+	if nickname != nil {
+		set["nickname"] = *nickname
+	}
+	if avatar != nil {
+		set["avatar"] = *avatar
+	}
+	if len(set) == 0 {
+		return r.Get(ctx, id)
+	}
+	set["updated_at"] = nowMillis()
+	// Read first: RowsAffected cannot tell a missing row from an unchanged
+	// one on MySQL, and the read also applies Get's exact-ID rule.
+	if _, err := r.Get(ctx, id); err != nil {
+		return domain.User{}, err
+	}
+	res := r.db.Gorm.WithContext(ctx).Model(&userRow{}).Where("id = ?", id).Updates(set)
+	if res.Error != nil {
+		return domain.User{}, fmt.Errorf("update user %q: %w", id, mapErr(res.Error, domain.ErrUserNotFound))
+	}
+	return r.Get(ctx, id)
+}
+
+// Existing reports which of ids are registered users: the result holds
+// true for each one that exists (exact match) and no entry for the others.
+// Duplicates in ids are fine; an empty ids gives an empty map.
+func (r *UserRepo) Existing(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	want := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		want[id] = true
+	}
+	for start := 0; start < len(ids); start += existingChunk {
+		chunk := ids[start:min(start+existingChunk, len(ids))]
+		var found []string
+		err := r.db.Gorm.WithContext(ctx).Model(&userRow{}).Where("id IN ?", chunk).Pluck("id", &found).Error
+		if err != nil {
+			return nil, fmt.Errorf("check %d user ids: %w", len(chunk), err)
+		}
+		for _, id := range found {
+			if want[id] {
+				out[id] = true
+			}
+		}
+	}
+	return out, nil
+}
+
+func (row userRow) toDomain() domain.User {
+	return domain.User{
+		ID: row.ID, Nickname: row.Nickname, Avatar: row.Avatar, PasswordHash: row.PasswordHash,
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+	}
+}

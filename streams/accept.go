@@ -1,0 +1,218 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/sync/singleflight"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// ErrRedisUnavailable wraps every accept failure caused by Redis not
+// answering (connection refused, timeout, closed pool), as opposed to Redis
+// answering with an error. The send service falls back to the synchronous
+// path on it when two_phase.fail_open is set.
+var ErrRedisUnavailable = errors.New("redis unavailable")
+
+// acceptScript is the accept step: idempotency claim, seq allocation and
+// XADD in one atomic call. KEYS: idem, seq[, stream]. ARGV: server_msg_id,
+// send_at, idem TTL (ms), route, body, origin conn, accepted_at. Without a
+// stream key it only claims and allocates (the synchronous path). Replies
+// {status, server_msg_id, seq, send_at, saved}: status "ok" (new), "dup"
+// (a retry: the original's values), or "lease" (the current database lease
+// is used up or Redis lost it: lease a block and install it first).
+var acceptScript = redis.NewScript(`
+local ex = redis.call('HMGET', KEYS[1], 'id', 'seq', 'at', 'saved')
+if ex[1] then
+  return {'dup', ex[1], ex[2], ex[3], ex[4] or '0'}
+end
+local s = redis.call('HMGET', KEYS[2], 'cur', 'ceil')
+local cur = tonumber(s[1]) or 0
+local ceil = tonumber(s[2]) or 0
+if cur >= ceil then
+  return {'lease', '', string.format('%d', cur), '', '0'}
+end
+local seq = string.format('%d', cur + 1)
+redis.call('HSET', KEYS[2], 'cur', seq)
+redis.call('HSET', KEYS[1], 'id', ARGV[1], 'seq', seq, 'at', ARGV[2], 'saved', '0')
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+if #KEYS >= 3 then
+  redis.call('XADD', KEYS[3], '*', 'seq', seq, 'r', ARGV[4], 'm', ARGV[5], 'c', ARGV[6], 't', ARGV[7])
+end
+return {'ok', ARGV[1], seq, ARGV[2], '0'}
+`)
+
+// installScript installs a database lease (ARGV base, ceiling) into a
+// conversation's allocator without ever moving it backwards: cur rises to at
+// least base, ceil to at least the new ceiling. Installing (x, x) retires
+// the current lease below x (used after seqs were issued around Redis).
+var installScript = redis.NewScript(`
+local s = redis.call('HMGET', KEYS[1], 'cur', 'ceil')
+local cur = tonumber(s[1]) or 0
+local ceil = tonumber(s[2]) or 0
+local base = tonumber(ARGV[1])
+local nc = tonumber(ARGV[2])
+if cur < base then cur = base end
+if nc > ceil then ceil = nc end
+if cur > ceil then ceil = cur end
+redis.call('HSET', KEYS[1], 'cur', string.format('%d', cur), 'ceil', string.format('%d', ceil))
+return 1
+`)
+
+// Leaser leases seq blocks from the database (store.SeqRepo).
+type Leaser interface {
+	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
+}
+
+// Accepter runs the accept step.
+type Accepter struct {
+	rdb      redis.UniversalClient
+	keys     Keys
+	leaser   Leaser
+	block    int64
+	idemTTL  time.Duration
+	inflight singleflight.Group
+}
+
+// NewAccepter returns an Accepter. block is seq.lease_block; idemTTL is
+// two_phase.idempotency_ttl.
+func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int64, idemTTL time.Duration) *Accepter {
+	return &Accepter{rdb: rdb, keys: keys, leaser: leaser, block: block, idemTTL: idemTTL}
+}
+
+// Keys returns the key scheme.
+func (a *Accepter) Keys() Keys { return a.keys }
+
+// AcceptRequest is one message to accept. Msg carries everything but Seq;
+// its ServerMsgID and SendAt are used unless the message is a retry.
+type AcceptRequest struct {
+	Msg        domain.Message
+	Route      Route
+	OriginConn string
+	// Append: XADD to the first stage's stream (two-phase). False only claims
+	// idempotency and allocates the seq (the synchronous path).
+	Append bool
+}
+
+// Accepted is the outcome of the accept step.
+type Accepted struct {
+	ServerMsgID string
+	Seq         int64
+	SendAt      int64
+	Shard       int
+	// Duplicate: a retry of an earlier accept; the fields are the original's.
+	Duplicate bool
+	// Saved: the original is already saved (only with Duplicate).
+	Saved bool
+}
+
+// Accept claims (sender_id, client_msg_id), allocates the conversation's
+// next seq and, with Append, XADDs the entry to the shard's first-stage
+// stream — atomically. A retry returns the original values with Duplicate
+// set. Errors: ErrRedisUnavailable (wrapped) when Redis does not answer; a
+// lease failure (database) otherwise.
+func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, error) {
+	m := &req.Msg
+	shard := a.keys.Shard(m.ConversationID)
+	keys := []string{a.keys.Idem(shard, m.SenderID, m.ClientMsgID), a.keys.Seq(shard, m.ConversationID)}
+	if req.Append {
+		stream := a.keys.ToSave(shard)
+		if req.Route == DeliverFirst {
+			stream = a.keys.ToDeliver(shard)
+		}
+		keys = append(keys, stream)
+	}
+	now := time.Now().UnixMilli()
+	args := []any{m.ServerMsgID, m.SendAt, a.idemTTL.Milliseconds(), string(req.Route), "", req.OriginConn, now}
+	if req.Append {
+		args[4] = EncodeMessage(m)
+	}
+	for attempt := 0; ; attempt++ {
+		res, err := acceptScript.Run(ctx, a.rdb, keys, args...).StringSlice()
+		if err != nil {
+			return Accepted{}, classify("accept", err)
+		}
+		if len(res) != 5 {
+			return Accepted{}, fmt.Errorf("accept: unexpected reply %q", res)
+		}
+		switch res[0] {
+		case "ok", "dup":
+			seq, _ := strconv.ParseInt(res[2], 10, 64)
+			at, _ := strconv.ParseInt(res[3], 10, 64)
+			return Accepted{ServerMsgID: res[1], Seq: seq, SendAt: at, Shard: shard,
+				Duplicate: res[0] == "dup", Saved: res[4] == "1"}, nil
+		case "lease":
+			// Under a burst on one conversation other accepts may use up a
+			// fresh lease before this one retries; each round still serves
+			// a whole block, so the bound is only against a broken install.
+			if attempt >= 100 {
+				return Accepted{}, fmt.Errorf("accept %s: lease not taking effect after %d attempts", m.ConversationID, attempt)
+			}
+			if err := a.refill(ctx, shard, m.ConversationID); err != nil {
+				return Accepted{}, err
+			}
+		default:
+			return Accepted{}, fmt.Errorf("accept: unexpected status %q", res[0])
+		}
+	}
+}
+
+// refill leases a block from the database and installs it. Concurrent
+// accepts of one conversation share one lease (singleflight), so a burst
+// burns one block, not one per request.
+func (a *Accepter) refill(ctx context.Context, shard int, conversationID string) error {
+	_, err, _ := a.inflight.Do(conversationID, func() (any, error) {
+		lease, err := a.leaser.Lease(ctx, conversationID, a.block)
+		if err != nil {
+			return nil, fmt.Errorf("lease seqs for %s: %w", conversationID, err)
+		}
+		return nil, a.install(ctx, shard, conversationID, lease.Base, lease.Ceiling)
+	})
+	return err
+}
+
+func (a *Accepter) install(ctx context.Context, shard int, conversationID string, base, ceiling int64) error {
+	err := installScript.Run(ctx, a.rdb, []string{a.keys.Seq(shard, conversationID)}, base, ceiling).Err()
+	return classify("install lease", err)
+}
+
+// Retire makes the Redis allocator of conversationID continue above seq
+// (next accept leases a fresh block if the current one ends below it). The
+// synchronous fallback calls it for every conversation it allocated in while
+// Redis was down, so seqs keep rising in issue order once Redis is back.
+func (a *Accepter) Retire(ctx context.Context, conversationID string, seq int64) error {
+	return a.install(ctx, a.keys.Shard(conversationID), conversationID, seq, seq)
+}
+
+// Ping reports whether Redis answers.
+func (a *Accepter) Ping(ctx context.Context) error {
+	return classify("ping", a.rdb.Ping(ctx).Err())
+}
+
+// classify wraps transport failures in ErrRedisUnavailable.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var rerr redis.Error
+	if errors.As(err, &rerr) && !errors.Is(err, redis.ErrClosed) {
+		return fmt.Errorf("%s: %w", op, err)
+	}
+	var nerr net.Error
+	if errors.As(err, &nerr) || errors.Is(err, redis.ErrClosed) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, net.ErrClosed) || isConnError(err) {
+		return fmt.Errorf("%s: %w: %w", op, ErrRedisUnavailable, err)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+func isConnError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) || err.Error() == "EOF"
+}

@@ -1,0 +1,301 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Consumers run on go-redis directly rather than a watermill Router:
+// watermill-redisstream reads with COUNT 1 and waits for each ack (the save
+// stage must batch), and drops acks that race Router.Close (our shutdown
+// must leave nothing it took unacknowledged). See shared/LIBRARY-NOTES.md.
+
+// Handler processes a batch of entries read from one stream, in stream
+// order, and acknowledges them itself (stages ack together with their output
+// in one script; see Forwarder). A returned error means "nothing of this
+// batch is done, try it again later": the consumer retries the same batch
+// with backoff and keeps it claimed. Handlers must be idempotent: an entry
+// can arrive again after a crash or a reclaim.
+type Handler func(ctx context.Context, batch []redis.XMessage) error
+
+// ConsumerConfig configures one consumer of one stream.
+type ConsumerConfig struct {
+	Stream   string
+	Group    string
+	Consumer string        // stable across restarts: own pending entries are resumed at start
+	Count    int           // most entries per read
+	Block    time.Duration // XREADGROUP BLOCK; also bounds how long shutdown waits for a read
+	// ClaimMinIdle: entries pending this long on another (dead) consumer are
+	// reclaimed by XAUTOCLAIM; checked every ClaimMinIdle/2.
+	ClaimMinIdle time.Duration
+	TrimInterval time.Duration
+	BackoffMin   time.Duration
+	BackoffMax   time.Duration
+	// DrainTimeout bounds finishing the in-flight batch after shutdown starts.
+	DrainTimeout time.Duration
+}
+
+// Consumer reads one stream as one member of a consumer group.
+type Consumer struct {
+	rdb redis.UniversalClient
+	cfg ConsumerConfig
+	log *slog.Logger
+	// lastRead is the highest ID read with ">": entries at or below it were
+	// delivered to some consumer of the group, so with the group's lowest
+	// pending ID it bounds what trimming may remove.
+	lastRead string
+}
+
+// NewConsumer returns a consumer; Run starts it.
+func NewConsumer(rdb redis.UniversalClient, cfg ConsumerConfig, log *slog.Logger) *Consumer {
+	if cfg.Count < 1 {
+		cfg.Count = 1
+	}
+	if cfg.BackoffMin <= 0 {
+		cfg.BackoffMin = 50 * time.Millisecond
+	}
+	if cfg.BackoffMax < cfg.BackoffMin {
+		cfg.BackoffMax = cfg.BackoffMin
+	}
+	if cfg.DrainTimeout <= 0 {
+		cfg.DrainTimeout = 30 * time.Second
+	}
+	return &Consumer{rdb: rdb, cfg: cfg, log: log.With("stream", cfg.Stream, "group", cfg.Group, "consumer", cfg.Consumer)}
+}
+
+// EnsureGroup creates the stream and its group if missing, starting at the
+// stream's beginning so entries appended before the group existed are read.
+func EnsureGroup(ctx context.Context, rdb redis.UniversalClient, stream, group string) error {
+	err := rdb.XGroupCreateMkStream(ctx, stream, group, "0").Err()
+	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("create group %s on %s: %w", group, stream, err)
+	}
+	return nil
+}
+
+// Run consumes until ctx is cancelled, then finishes the batch in hand and
+// returns: it reads nothing new after cancellation and acknowledges nothing
+// unfinished (a batch still failing at the drain timeout stays pending for
+// the next start or a peer's reclaim). Order of work: this consumer's own
+// pending entries first (a restart resumes them at once), reclaims of dead
+// peers' entries every ClaimMinIdle/2, then new entries.
+func (c *Consumer) Run(ctx context.Context, h Handler) error {
+	if err := EnsureGroup(ctx, c.rdb, c.cfg.Stream, c.cfg.Group); err != nil {
+		return err
+	}
+	// Reads are never cancelled mid-flight: a cancelled XREADGROUP may have
+	// moved entries into our pending list that we then never see. Block
+	// bounds the wait instead.
+	readCtx := context.WithoutCancel(ctx)
+	if err := c.resumeOwn(ctx, readCtx, h); err != nil {
+		return err
+	}
+	claimEvery := max(c.cfg.ClaimMinIdle/2, 10*time.Millisecond)
+	nextClaim := time.Now().Add(claimEvery)
+	nextTrim := time.Now().Add(c.cfg.TrimInterval)
+	for ctx.Err() == nil {
+		now := time.Now()
+		if c.cfg.ClaimMinIdle > 0 && now.After(nextClaim) {
+			c.reclaim(ctx, readCtx, h)
+			nextClaim = now.Add(claimEvery)
+		}
+		if c.cfg.TrimInterval > 0 && now.After(nextTrim) {
+			c.trim(readCtx)
+			nextTrim = now.Add(c.cfg.TrimInterval)
+		}
+		block := c.cfg.Block
+		if c.cfg.ClaimMinIdle > 0 {
+			block = min(block, time.Until(nextClaim)+time.Millisecond)
+		}
+		res, err := c.rdb.XReadGroup(readCtx, &redis.XReadGroupArgs{
+			Group: c.cfg.Group, Consumer: c.cfg.Consumer, Streams: []string{c.cfg.Stream, ">"},
+			Count: int64(c.cfg.Count), Block: max(block, time.Millisecond),
+		}).Result()
+		if errors.Is(err, redis.Nil) {
+			continue
+		}
+		if err != nil {
+			if isNoGroup(err) {
+				_ = EnsureGroup(readCtx, c.rdb, c.cfg.Stream, c.cfg.Group)
+				continue
+			}
+			c.log.Warn("read failed", "err", err)
+			c.sleep(ctx, c.cfg.BackoffMin*4)
+			continue
+		}
+		for _, s := range res {
+			if len(s.Messages) > 0 {
+				c.lastRead = s.Messages[len(s.Messages)-1].ID
+				c.process(ctx, s.Messages, h)
+			}
+		}
+	}
+	return nil
+}
+
+// resumeOwn hands this consumer's own pending entries (left by a crash of
+// the previous process with the same name) to the handler.
+func (c *Consumer) resumeOwn(ctx, readCtx context.Context, h Handler) error {
+	start := "0"
+	for ctx.Err() == nil {
+		res, err := c.rdb.XReadGroup(readCtx, &redis.XReadGroupArgs{
+			Group: c.cfg.Group, Consumer: c.cfg.Consumer, Streams: []string{c.cfg.Stream, start},
+			Count: int64(c.cfg.Count),
+		}).Result()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return fmt.Errorf("read own pending of %s: %w", c.cfg.Stream, err)
+		}
+		if len(res) == 0 || len(res[0].Messages) == 0 {
+			return nil
+		}
+		msgs := liveOnly(res[0].Messages)
+		start = res[0].Messages[len(res[0].Messages)-1].ID
+		if len(msgs) > 0 {
+			c.process(ctx, msgs, h)
+		}
+	}
+	return nil
+}
+
+// reclaim takes over entries idle longer than ClaimMinIdle from any consumer.
+func (c *Consumer) reclaim(ctx, readCtx context.Context, h Handler) {
+	start := "0-0"
+	for ctx.Err() == nil {
+		msgs, next, err := c.rdb.XAutoClaim(readCtx, &redis.XAutoClaimArgs{
+			Stream: c.cfg.Stream, Group: c.cfg.Group, Consumer: c.cfg.Consumer,
+			MinIdle: c.cfg.ClaimMinIdle, Start: start, Count: int64(c.cfg.Count),
+		}).Result()
+		if err != nil {
+			if !errors.Is(err, redis.Nil) {
+				c.log.Warn("reclaim failed", "err", err)
+			}
+			return
+		}
+		if msgs = liveOnly(msgs); len(msgs) > 0 {
+			c.log.Info("reclaimed idle entries", "count", len(msgs), "first", msgs[0].ID)
+			c.process(ctx, msgs, h)
+		}
+		if next == "0-0" || next == "" {
+			return
+		}
+		start = next
+	}
+}
+
+// process runs the handler on a batch until it succeeds, backing off between
+// tries and keeping the entries' idle time fresh so peers do not reclaim a
+// batch that is merely waiting for the database. After shutdown starts it
+// keeps trying only until DrainTimeout.
+func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handler) {
+	work := context.WithoutCancel(ctx)
+	var drainDeadline time.Time
+	backoff := c.cfg.BackoffMin
+	for attempt := 1; ; attempt++ {
+		err := h(work, batch)
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			if drainDeadline.IsZero() {
+				drainDeadline = time.Now().Add(c.cfg.DrainTimeout)
+			}
+			if time.Now().After(drainDeadline) {
+				c.log.Warn("shutdown: leaving batch pending", "count", len(batch), "first", batch[0].ID, "err", err)
+				return
+			}
+		}
+		c.log.Warn("batch failed, retrying", "count", len(batch), "first", batch[0].ID, "attempt", attempt, "backoff", backoff, "err", err)
+		c.touch(work, batch)
+		c.sleep(work, backoff)
+		backoff = min(backoff*2, c.cfg.BackoffMax)
+	}
+}
+
+// touch resets the idle time of entries we still hold (XCLAIM to ourselves).
+func (c *Consumer) touch(ctx context.Context, batch []redis.XMessage) {
+	ids := make([]string, len(batch))
+	for i, m := range batch {
+		ids[i] = m.ID
+	}
+	_ = c.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
+		Stream: c.cfg.Stream, Group: c.cfg.Group, Consumer: c.cfg.Consumer, MinIdle: 0, Messages: ids,
+	}).Err()
+}
+
+// trim removes entries every member of the group has acknowledged: those
+// below both the group's lowest pending ID and the last ID this consumer
+// read (anything above that may not have been delivered yet). Unprocessed
+// entries are never trimmed; MAXLEN is never used.
+func (c *Consumer) trim(ctx context.Context) {
+	if c.lastRead == "" {
+		return
+	}
+	bound := c.lastRead
+	p, err := c.rdb.XPending(ctx, c.cfg.Stream, c.cfg.Group).Result()
+	if err != nil {
+		return
+	}
+	if p.Count > 0 && compareIDs(p.Lower, bound) < 0 {
+		bound = p.Lower
+	}
+	if err := c.rdb.XTrimMinIDApprox(ctx, c.cfg.Stream, bound, 0).Err(); err != nil {
+		c.log.Debug("trim failed", "err", err)
+	}
+}
+
+func (c *Consumer) sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+// liveOnly drops entries deleted while pending (XREADGROUP 0 and XAUTOCLAIM
+// report them with no fields).
+func liveOnly(msgs []redis.XMessage) []redis.XMessage {
+	out := msgs[:0:0]
+	for _, m := range msgs {
+		if len(m.Values) > 0 {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+func isNoGroup(err error) bool { return strings.Contains(err.Error(), "NOGROUP") }
+
+// compareIDs orders stream IDs "ms-seq".
+func compareIDs(a, b string) int {
+	am, as := splitID(a)
+	bm, bs := splitID(b)
+	switch {
+	case am != bm:
+		return cmpU(am, bm)
+	default:
+		return cmpU(as, bs)
+	}
+}
+
+func cmpU(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func splitID(id string) (uint64, uint64) {
+	var ms, seq uint64
+	_, _ = fmt.Sscanf(id, "%d-%d", &ms, &seq)
+	return ms, seq
+}

@@ -1,0 +1,72 @@
+// Package streams is Nexo's message bus on Redis Streams: stream and
+// consumer-group names, shard routing, the atomic accept step (idempotency +
+// seq + XADD in one Lua script), the envelope of a stream entry, the
+// consumer loop the stages run on, and trimming. Every key of one shard
+// shares the hash tag {sN}, so each script runs unchanged on Redis Cluster.
+// docs/pipeline.md lists every stream and group.
+package streams
+
+import (
+	"fmt"
+	"hash/fnv"
+)
+
+// Consumer groups, one per stage.
+const (
+	GroupSave    = "save"
+	GroupDeliver = "deliver"
+)
+
+// Keys names every Redis key of the pipeline under a prefix. The zero value
+// is not usable; build it with NewKeys.
+type Keys struct {
+	prefix string
+	shards int
+}
+
+// NewKeys returns the key scheme for prefix (redis.key_prefix) and the
+// number of shards (streams.shards, >= 1).
+func NewKeys(prefix string, shards int) Keys {
+	if shards < 1 {
+		shards = 1
+	}
+	return Keys{prefix: prefix, shards: shards}
+}
+
+// Shards is the number of shards.
+func (k Keys) Shards() int { return k.shards }
+
+// Shard routes a conversation to its shard: FNV-1a of the conversation ID
+// modulo the shard count, so one conversation always lands on one stream and
+// keeps its order.
+func (k Keys) Shard(conversationID string) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(conversationID))
+	return int(h.Sum32() % uint32(k.shards))
+}
+
+func (k Keys) key(shard int, rest string) string {
+	return fmt.Sprintf("%s:{s%d}:%s", k.prefix, shard, rest)
+}
+
+// ToSave is the input stream of the save stage on a shard.
+func (k Keys) ToSave(shard int) string { return k.key(shard, "to_save") }
+
+// ToDeliver is the input stream of the deliver stage on a shard.
+func (k Keys) ToDeliver(shard int) string { return k.key(shard, "to_deliver") }
+
+// Dead is the dead-letter stream of a shard: entries that failed
+// permanently, with the error.
+func (k Keys) Dead(shard int) string { return k.key(shard, "dead") }
+
+// Idem is the idempotency record of (sender_id, client_msg_id), kept on the
+// shard of the message's conversation.
+func (k Keys) Idem(shard int, senderID, clientMsgID string) string {
+	return k.key(shard, "idem:"+senderID+":"+clientMsgID)
+}
+
+// Seq is the Redis allocator of a conversation: a hash {cur, ceil} holding
+// the last issued seq and the ceiling of the current database lease.
+func (k Keys) Seq(shard int, conversationID string) string {
+	return k.key(shard, "seq:"+conversationID)
+}

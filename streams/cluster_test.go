@@ -105,7 +105,7 @@ func TestAcceptAndCommitRunOnRedisCluster(t *testing.T) {
 		}
 		var ids []string
 		var next []streams.Entry
-		var idem []string
+		var idem []streams.IdemSaved
 		for _, x := range res[0].Messages {
 			e, err := streams.Decode(x)
 			if err != nil {
@@ -113,7 +113,7 @@ func TestAcceptAndCommitRunOnRedisCluster(t *testing.T) {
 			}
 			ids = append(ids, x.ID)
 			next = append(next, e)
-			idem = append(idem, f.keys.Idem(shard, e.Msg.SenderID, e.Msg.ClientMsgID))
+			idem = append(idem, streams.IdemSaved{Key: f.keys.Idem(shard, e.Msg.SenderID, e.Msg.ClientMsgID)})
 		}
 		c := streams.Commit{Input: in, Group: streams.GroupSave, Ack: ids, Next: f.keys.ToDeliver(shard), ToNext: next,
 			Dead: f.keys.Dead(shard), MarkSaved: idem}

@@ -32,8 +32,13 @@ type ConsumerConfig struct {
 	Count    int           // most entries per read
 	Block    time.Duration // XREADGROUP BLOCK; also bounds how long shutdown waits for a read
 	// ClaimMinIdle: entries pending this long on another (dead) consumer are
-	// reclaimed by XAUTOCLAIM; checked every ClaimMinIdle/2.
+	// reclaimed by XAUTOCLAIM, checked every ClaimEvery (default
+	// ClaimMinIdle/2).
 	ClaimMinIdle time.Duration
+	ClaimEvery   time.Duration
+	// BatchWait: after a read returns fewer than Count entries, wait this
+	// long once for more before handing the batch over (0: never wait).
+	BatchWait    time.Duration
 	TrimInterval time.Duration
 	BackoffMin   time.Duration
 	BackoffMax   time.Duration
@@ -96,7 +101,11 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if err := c.resumeOwn(ctx, readCtx, h); err != nil {
 		return err
 	}
-	claimEvery := max(c.cfg.ClaimMinIdle/2, 10*time.Millisecond)
+	claimEvery := c.cfg.ClaimEvery
+	if claimEvery <= 0 {
+		claimEvery = c.cfg.ClaimMinIdle / 2
+	}
+	claimEvery = max(claimEvery, 10*time.Millisecond)
 	nextClaim := time.Now().Add(claimEvery)
 	nextTrim := time.Now().Add(c.cfg.TrimInterval)
 	for ctx.Err() == nil {
@@ -129,12 +138,21 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 			c.sleep(ctx, c.cfg.BackoffMin*4)
 			continue
 		}
-		for _, s := range res {
-			if len(s.Messages) > 0 {
-				c.lastRead = s.Messages[len(s.Messages)-1].ID
-				c.process(ctx, s.Messages, h)
+		if len(res) == 0 || len(res[0].Messages) == 0 {
+			continue
+		}
+		batch := res[0].Messages
+		if c.cfg.BatchWait > 0 && len(batch) < c.cfg.Count {
+			more, err := c.rdb.XReadGroup(readCtx, &redis.XReadGroupArgs{
+				Group: c.cfg.Group, Consumer: c.cfg.Consumer, Streams: []string{c.cfg.Stream, ">"},
+				Count: int64(c.cfg.Count - len(batch)), Block: c.cfg.BatchWait,
+			}).Result()
+			if err == nil && len(more) > 0 {
+				batch = append(batch, more[0].Messages...)
 			}
 		}
+		c.lastRead = batch[len(batch)-1].ID
+		c.process(ctx, batch, h)
 	}
 	return nil
 }

@@ -10,10 +10,12 @@ import (
 // commitScript ends a stage's work on a batch atomically: XADD each output
 // entry to the next stage's stream (KEYS[2]) or the dead-letter stream
 // (KEYS[3]), mark idempotency records (KEYS[4..]) saved when they still
-// exist, and XACK the input entries (KEYS[1]). One script, one shard's hash
+// exist — pointing them at the original message when the entry was a late
+// duplicate — and XACK the input entries (KEYS[1]). One script, one shard's hash
 // tag: the ack can never be recorded without the output, nor the output
 // twice for one ack. ARGV: group, n, id1..idn, k, then per output entry:
-// target key index, field count, fields...
+// target key index, field count, fields...; then per idempotency key:
+// original server_msg_id ('' to keep), seq, send_at.
 var commitScript = redis.NewScript(`
 local group = ARGV[1]
 local n = tonumber(ARGV[2])
@@ -30,7 +32,12 @@ for j = 1, k do
   redis.call('XADD', target, '*', unpack(fields))
 end
 for j = 4, #KEYS do
-  if redis.call('EXISTS', KEYS[j]) == 1 then redis.call('HSET', KEYS[j], 'saved', '1') end
+  if redis.call('EXISTS', KEYS[j]) == 1 then
+    redis.call('HSET', KEYS[j], 'saved', '1')
+    local o = ARGV[i]
+    if o ~= '' then redis.call('HSET', KEYS[j], 'id', o, 'seq', ARGV[i + 1], 'at', ARGV[i + 2]) end
+  end
+  i = i + 3
 end
 if n > 0 then redis.call('XACK', KEYS[1], group, unpack(ids)) end
 return n
@@ -51,7 +58,17 @@ type Commit struct {
 	ToNext       []Entry
 	Dead         string // the shard's dead-letter stream (for ToDead)
 	ToDead       []DeadEntry
-	MarkSaved    []string // idempotency keys to mark saved
+	MarkSaved    []IdemSaved
+}
+
+// IdemSaved marks an idempotency record saved. For a late duplicate,
+// ServerMsgID/Seq/SendAt name the original so a further retry gets the
+// original's ACK; leave ServerMsgID empty otherwise.
+type IdemSaved struct {
+	Key         string
+	ServerMsgID string
+	Seq         int64
+	SendAt      int64
 }
 
 // Apply runs the commit. All keys must be of one shard. An error leaves
@@ -64,7 +81,10 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 	if dead == "" {
 		dead = c.Input
 	}
-	keys := append([]string{c.Input, next, dead}, c.MarkSaved...)
+	keys := []string{c.Input, next, dead}
+	for _, m := range c.MarkSaved {
+		keys = append(keys, m.Key)
+	}
 	args := make([]any, 0, 4+len(c.Ack)+len(c.ToNext)*12+len(c.ToDead)*14)
 	args = append(args, c.Group, len(c.Ack))
 	for _, id := range c.Ack {
@@ -84,6 +104,9 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 		f = append(f, fieldSource, d.Source, fieldError, d.Err)
 		args = append(args, 3, strconv.Itoa(len(f)))
 		args = append(args, f...)
+	}
+	for _, m := range c.MarkSaved {
+		args = append(args, m.ServerMsgID, m.Seq, m.SendAt)
 	}
 	return classify("commit "+c.Input, commitScript.Run(ctx, rdb, keys, args...).Err())
 }

@@ -1,0 +1,329 @@
+package workers_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/store/storetest"
+	"github.com/nexo-im/nexo/streams"
+	"github.com/nexo-im/nexo/workers"
+)
+
+// recorder is a Pusher that records every push.
+type recorder struct {
+	mu      sync.Mutex
+	saved   map[string]domain.Ack // client_msg_id -> ACK(saved)
+	savedN  int
+	pushes  map[string][]int64 // user -> seqs pushed
+	failed  []string           // client_msg_ids of save_failed pushes
+	changed chan struct{}
+}
+
+func newRecorder() *recorder {
+	return &recorder{saved: map[string]domain.Ack{}, pushes: map[string][]int64{}, changed: make(chan struct{}, 1)}
+}
+
+func (r *recorder) poke() {
+	select {
+	case r.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (r *recorder) PushMessage(_ context.Context, m *domain.Message, userIDs []string, _ string) {
+	r.mu.Lock()
+	for _, u := range userIDs {
+		r.pushes[u] = append(r.pushes[u], m.Seq)
+	}
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *recorder) PushAck(_ context.Context, _ string, a domain.Ack) {
+	r.mu.Lock()
+	r.saved[a.ClientMsgID] = a
+	r.savedN++
+	r.mu.Unlock()
+	r.poke()
+}
+
+func (r *recorder) PushSaveFailed(_ context.Context, m *domain.Message) {
+	r.mu.Lock()
+	r.failed = append(r.failed, m.ClientMsgID)
+	r.mu.Unlock()
+	r.poke()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func (r *recorder) waitFor(t *testing.T, what string, d time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		r.mu.Lock()
+		ok := cond()
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-r.changed:
+		case <-tick.C:
+		case <-deadline.C:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+type env struct {
+	t      *testing.T
+	rdb    *redis.Client
+	keys   streams.Keys
+	db     *store.DB
+	msgs   *store.MessageRepo
+	seqs   *store.SeqRepo
+	acc    *streams.Accepter
+	rec    *recorder
+	cfg    configs.Config
+	log    *slog.Logger
+	shards int
+}
+
+func newEnv(t *testing.T, db *store.DB) *env {
+	rdb, prefix := storetest.Redis(t)
+	if db == nil {
+		db = storetest.MySQL(t)
+	}
+	cfg := configs.Default()
+	cfg.Streams.Shards = 2
+	cfg.Streams.Block = 100 * time.Millisecond
+	cfg.Streams.ClaimMinIdle = 300 * time.Millisecond
+	cfg.Streams.TrimInterval = 100 * time.Millisecond
+	cfg.Save.RetryBackoff = 20 * time.Millisecond
+	cfg.Save.RetryBackoffMax = 200 * time.Millisecond
+	keys := streams.NewKeys(prefix, cfg.Streams.Shards)
+	seqs := store.NewSeqRepo(db)
+	return &env{
+		t: t, rdb: rdb, keys: keys, db: db, msgs: store.NewMessageRepo(db), seqs: seqs,
+		acc: streams.NewAccepter(rdb, keys, seqs, 100, time.Hour), rec: newRecorder(), cfg: cfg,
+		log: slog.New(slog.NewTextHandler(io.Discard, nil)), shards: cfg.Streams.Shards,
+	}
+}
+
+// start runs a pipeline under consumer name until the returned stop is called.
+func (e *env) start(name string) (stop func()) {
+	m := workers.NewMetrics(nil)
+	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
+		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, MaxAttempts: e.cfg.Save.MaxAttempts})
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Metrics: m, Log: e.log})
+	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, name, save, deliver, e.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			e.t.Errorf("pipeline: %v", err)
+		}
+	}
+}
+
+func (e *env) send(sender, recv, clientID string, route streams.Route) streams.Accepted {
+	e.t.Helper()
+	m := domain.Message{
+		ServerMsgID: "srv-" + sender + "-" + clientID, ClientMsgID: clientID,
+		ConversationID: domain.SingleConversationID(sender, recv), SenderID: sender, RecvID: recv,
+		SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "hello " + clientID},
+		SendAt: time.Now().UnixMilli(),
+	}
+	a, err := e.acc.Accept(context.Background(), streams.AcceptRequest{Msg: m, Route: route, Append: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return a
+}
+
+// savedRows counts stored messages of a conversation.
+func (e *env) savedRows(conv string) int {
+	var n int64
+	e.db.Gorm.Table("messages").Where("conversation_id = ?", conv).Count(&n)
+	return int(n)
+}
+
+func (e *env) pendingTotal() int64 {
+	var n int64
+	for s := 0; s < e.shards; s++ {
+		for _, st := range []struct{ k, g string }{{e.keys.ToSave(s), streams.GroupSave}, {e.keys.ToDeliver(s), streams.GroupDeliver}} {
+			if p, err := e.rdb.XPending(context.Background(), st.k, st.g).Result(); err == nil {
+				n += p.Count
+			}
+		}
+	}
+	return n
+}
+
+func TestPipelineSavesDeliversAndAcksBothRoutes(t *testing.T) {
+	for _, route := range []streams.Route{streams.SaveFirst, streams.DeliverFirst} {
+		t.Run(string(route), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, nil)
+			stop := e.start("n1")
+			const n = 40
+			for i := 0; i < n; i++ {
+				e.send("alice", "bob", fmt.Sprint("m", i), route)
+			}
+			e.rec.waitFor(t, "ACK(saved) and pushes for every message", 10*time.Second, func() bool {
+				return len(e.rec.saved) == n && len(e.rec.pushes["bob"]) >= n
+			})
+			stop()
+			conv := domain.SingleConversationID("alice", "bob")
+			if got := e.savedRows(conv); got != n {
+				t.Fatalf("%d rows saved, want %d", got, n)
+			}
+			e.rec.mu.Lock()
+			defer e.rec.mu.Unlock()
+			for i := 0; i < n; i++ {
+				a := e.rec.saved[fmt.Sprint("m", i)]
+				if a.Type != domain.AckSaved || a.Seq != int64(i+1) || a.ConversationID != conv {
+					t.Errorf("ACK(saved) of m%d = %+v", i, a)
+				}
+			}
+			// Per conversation, pushes leave in seq order.
+			for i, s := range e.rec.pushes["bob"][:n] {
+				if s != int64(i+1) {
+					t.Fatalf("bob's pushes out of order: %v", e.rec.pushes["bob"])
+				}
+			}
+			if p := e.pendingTotal(); p != 0 {
+				t.Errorf("%d entries left pending after a graceful stop", p)
+			}
+		})
+	}
+}
+
+func TestCrashedConsumerEntriesAreReclaimedAndSavedOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	const n = 30
+	for i := 0; i < n; i++ {
+		e.send("carol", "dave", fmt.Sprint("m", i), streams.SaveFirst)
+	}
+	// A consumer reads every entry and dies before acking.
+	for s := 0; s < e.shards; s++ {
+		if err := streams.EnsureGroup(ctx, e.rdb, e.keys.ToSave(s), streams.GroupSave); err != nil {
+			t.Fatal(err)
+		}
+		e.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: streams.GroupSave, Consumer: "crashed",
+			Streams: []string{e.keys.ToSave(s), ">"}, Count: 1000, Block: -1})
+	}
+	if p := e.pendingTotal(); p != n {
+		t.Fatalf("%d pending before recovery, want %d", p, n)
+	}
+	began := time.Now()
+	stop := e.start("survivor")
+	e.rec.waitFor(t, "reclaimed entries saved", 10*time.Second, func() bool { return len(e.rec.saved) == n })
+	took := time.Since(began)
+	stop()
+	if got := e.savedRows(domain.SingleConversationID("carol", "dave")); got != n {
+		t.Fatalf("%d rows, want %d", got, n)
+	}
+	if e.rec.savedN != n {
+		t.Errorf("%d ACK(saved) pushes for %d messages: something was saved twice", e.rec.savedN, n)
+	}
+	if limit := e.cfg.Streams.ClaimMinIdle + 2*time.Second; took > limit {
+		t.Errorf("recovery took %v, want within claim_min_idle (%v) plus slack", took, e.cfg.Streams.ClaimMinIdle)
+	}
+}
+
+func TestStoppedSaveStageCatchesUpExactlyOnce(t *testing.T) {
+	e := newEnv(t, nil)
+	stop := e.start("n1")
+	for i := 0; i < 20; i++ {
+		e.send("erin", "frank", fmt.Sprint("a", i), streams.SaveFirst)
+	}
+	stop() // stages down while sends keep being accepted
+	for i := 0; i < 20; i++ {
+		e.send("erin", "frank", fmt.Sprint("b", i), streams.SaveFirst)
+	}
+	stop = e.start("n1")
+	e.rec.waitFor(t, "all 40 saved", 10*time.Second, func() bool { return len(e.rec.saved) == 40 })
+	stop()
+	if got := e.savedRows(domain.SingleConversationID("erin", "frank")); got != 40 {
+		t.Fatalf("%d rows, want 40", got)
+	}
+}
+
+func TestDatabaseOutageBacksOffAndDrains(t *testing.T) {
+	db, proxy := storetest.MySQLBehindProxy(t)
+	e := newEnv(t, db)
+	e.send("gina", "hank", "m0", streams.SaveFirst) // leases a block of seqs while the database is up
+	proxy.Down()
+	stop := e.start("n1")
+	for i := 1; i < 25; i++ {
+		e.send("gina", "hank", fmt.Sprint("m", i), streams.SaveFirst)
+	}
+	// The save stage takes entries and holds them pending, unacknowledged,
+	// retrying with backoff.
+	e.rec.waitFor(t, "the save stage to hold entries", 10*time.Second, func() bool { return e.pendingTotal() > 0 })
+	e.rec.mu.Lock()
+	early := len(e.rec.saved)
+	e.rec.mu.Unlock()
+	if early != 0 {
+		t.Fatalf("%d ACK(saved) while the database was down", early)
+	}
+	proxy.Up()
+	e.rec.waitFor(t, "backlog drained after the database returned", 20*time.Second, func() bool { return len(e.rec.saved) == 25 })
+	stop()
+	if got := e.savedRows(domain.SingleConversationID("gina", "hank")); got != 25 {
+		t.Fatalf("%d rows, want 25", got)
+	}
+}
+
+func TestPoisonEntryIsDeadLetteredWithoutBlockingItsShard(t *testing.T) {
+	e := newEnv(t, nil)
+	e.cfg.Save.MaxAttempts = 2
+	e.cfg.Streams.ClaimMinIdle = 150 * time.Millisecond
+	ctx := context.Background()
+	conv := domain.SingleConversationID("ivan", "judy")
+	e.send("ivan", "judy", "ok1", streams.SaveFirst)
+	// Invalid JSON in content_custom fails the JSON column check: a data
+	// error no retry can fix.
+	bad := domain.Message{ServerMsgID: "srv-bad", ClientMsgID: "bad", ConversationID: conv, SenderID: "ivan", RecvID: "judy",
+		SessionType: domain.SessionSingle, MsgType: domain.MsgCustom, Content: domain.Content{Custom: "{not json"}, SendAt: 1}
+	if _, err := e.acc.Accept(ctx, streams.AcceptRequest{Msg: bad, Route: streams.SaveFirst, Append: true}); err != nil {
+		t.Fatal(err)
+	}
+	e.send("ivan", "judy", "ok2", streams.SaveFirst)
+	stop := e.start("n1")
+	e.rec.waitFor(t, "the good messages saved and the bad one reported", 15*time.Second, func() bool {
+		return len(e.rec.saved) == 2 && len(e.rec.failed) == 1
+	})
+	stop()
+	if e.rec.failed[0] != "bad" {
+		t.Errorf("save_failed for %q", e.rec.failed[0])
+	}
+	shard := e.keys.Shard(conv)
+	dead := e.rdb.XRange(ctx, e.keys.Dead(shard), "-", "+").Val()
+	if len(dead) != 1 || dead[0].Values["err"] == "" {
+		t.Fatalf("dead-letter stream = %+v", dead)
+	}
+	rows, _ := e.msgs.BySeqs(ctx, conv, []int64{2})
+	if len(rows) != 1 || rows[0].Status != domain.StatusFailed {
+		t.Fatalf("seq 2 placeholder = %+v", rows)
+	}
+	if p := e.pendingTotal(); p != 0 {
+		t.Errorf("%d pending", p)
+	}
+}

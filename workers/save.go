@@ -1,0 +1,248 @@
+package workers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
+)
+
+// MessageSaver persists messages (store.MessageRepo).
+type MessageSaver interface {
+	SaveBatch(ctx context.Context, msgs []domain.Message) ([]store.SaveResult, error)
+	SaveFailed(ctx context.Context, m domain.Message) error
+}
+
+// Resequencer moves a message whose seq turned out taken to a fresh seq:
+// Lease is store.SeqRepo's, Retire streams.Accepter's.
+type Resequencer interface {
+	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
+}
+
+// AllocatorRetirer keeps the Redis allocator above seqs issued around it.
+type AllocatorRetirer interface {
+	Retire(ctx context.Context, conversationID string, seq int64) error
+}
+
+// SaveHandler is the save stage: it persists a batch of entries from one
+// shard's to_save stream in one transaction, then in one atomic Redis step
+// forwards save-first entries to to_deliver, marks idempotency records
+// saved and acknowledges the batch, and only then pushes ACK(saved).
+type SaveHandler struct {
+	keys        streams.Keys
+	rdb         redis.UniversalClient
+	msgs        MessageSaver
+	seqs        Resequencer
+	alloc       AllocatorRetirer
+	push        Pusher
+	metrics     *Metrics
+	log         *slog.Logger
+	maxAttempts int
+}
+
+// SaveDeps are the SaveHandler's collaborators.
+type SaveDeps struct {
+	Keys        streams.Keys
+	Redis       redis.UniversalClient
+	Messages    MessageSaver
+	Seqs        Resequencer
+	Allocator   AllocatorRetirer
+	Pusher      Pusher
+	Metrics     *Metrics
+	Log         *slog.Logger
+	MaxAttempts int // save.max_attempts
+}
+
+// NewSaveHandler returns the save stage.
+func NewSaveHandler(d SaveDeps) *SaveHandler {
+	return &SaveHandler{
+		keys: d.Keys, rdb: d.Redis, msgs: d.Messages, seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
+		metrics: d.Metrics, log: d.Log, maxAttempts: max(d.MaxAttempts, 1),
+	}
+}
+
+var errSeqTakenAgain = errors.New("seq taken again")
+
+// Handle saves one batch of shard's to_save stream. It returns an error only
+// when the batch must be retried as a whole (the database is unreachable,
+// a deadlock, Redis failed at commit): everything it did is idempotent.
+func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMessage) error {
+	entries := make([]streams.Entry, 0, len(batch))
+	commit := streams.Commit{
+		Input: h.keys.ToSave(shard), Group: streams.GroupSave, Next: h.keys.ToDeliver(shard), Dead: h.keys.Dead(shard),
+	}
+	for _, x := range batch {
+		e, err := streams.Decode(x)
+		if err != nil {
+			h.log.Error("save: malformed entry dead-lettered", "entry", x.ID, "err", err)
+			commit.ToDead = append(commit.ToDead, streams.DeadEntry{Fields: x.Values, Source: commit.Input, Err: err.Error()})
+			commit.Ack = append(commit.Ack, x.ID)
+			continue
+		}
+		entries = append(entries, e)
+	}
+
+	results, failed, err := h.saveAll(ctx, entries)
+	if err != nil {
+		return err
+	}
+	var acks []domain.Ack
+	var deadMsgs []*domain.Message
+	now := time.Now().UnixMilli()
+	for i := range entries {
+		e := &entries[i]
+		if ferr, bad := failed[i]; bad {
+			// A data error: leave the entry pending so the reclaim loop
+			// retries it after claim_min_idle, until its delivery count
+			// reaches save.max_attempts. The rest of the shard flows on.
+			if !h.giveUp(ctx, shard, e.ID) {
+				h.log.Warn("save failed, will retry", "server_msg_id", e.Msg.ServerMsgID,
+					"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", ferr)
+				continue
+			}
+			deadMsgs = append(deadMsgs, &e.Msg)
+			h.deadLetter(ctx, &commit, e, batch, ferr)
+			continue
+		}
+		r := results[i]
+		if r.Outcome == store.SeqTaken {
+			if err := h.resequence(ctx, e); err != nil {
+				return err
+			}
+			r.Outcome, r.Original = store.Saved, e.Msg
+		}
+		idem := streams.IdemSaved{Key: h.keys.Idem(shard, e.Msg.SenderID, e.Msg.ClientMsgID)}
+		orig := r.Original
+		if r.Outcome == store.Duplicate {
+			idem.ServerMsgID, idem.Seq, idem.SendAt = orig.ServerMsgID, orig.Seq, orig.SendAt
+			h.log.Info("late duplicate resolved to the original", "server_msg_id", e.Msg.ServerMsgID,
+				"original_server_msg_id", orig.ServerMsgID, "conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "original_seq", orig.Seq)
+		} else if e.Route == streams.SaveFirst {
+			commit.ToNext = append(commit.ToNext, *e)
+		}
+		commit.MarkSaved = append(commit.MarkSaved, idem)
+		commit.Ack = append(commit.Ack, e.ID)
+		acks = append(acks, domain.Ack{Type: domain.AckSaved, ServerMsgID: orig.ServerMsgID, ClientMsgID: e.Msg.ClientMsgID,
+			ConversationID: orig.ConversationID, Seq: orig.Seq, SendAt: orig.SendAt, UserID: e.Msg.SenderID})
+		if e.AcceptedAt > 0 {
+			h.metrics.SavedLag.Observe(float64(now-e.AcceptedAt) / 1000)
+		}
+	}
+	if len(commit.Ack) > 0 {
+		if err := commit.Apply(ctx, h.rdb); err != nil {
+			return fmt.Errorf("save: commit %d entries: %w", len(commit.Ack), err)
+		}
+	}
+	h.metrics.SaveBatch.Observe(float64(len(entries)))
+	for i := range acks {
+		h.push.PushAck(ctx, acks[i].UserID, acks[i])
+	}
+	for _, m := range deadMsgs {
+		h.push.PushSaveFailed(ctx, m)
+	}
+	return nil
+}
+
+// saveAll saves entries, bisecting a batch that fails with a data error so
+// one bad row never blocks the others. failed maps entry indexes to their
+// permanent error; err is set only for retryable failures (the whole batch
+// is then retried).
+func (h *SaveHandler) saveAll(ctx context.Context, entries []streams.Entry) ([]store.SaveResult, map[int]error, error) {
+	results := make([]store.SaveResult, len(entries))
+	failed := map[int]error{}
+	var run func(lo, hi int) error
+	run = func(lo, hi int) error {
+		if lo >= hi {
+			return nil
+		}
+		msgs := make([]domain.Message, hi-lo)
+		for i := lo; i < hi; i++ {
+			msgs[i-lo] = entries[i].Msg
+		}
+		res, err := h.msgs.SaveBatch(ctx, msgs)
+		switch {
+		case err == nil:
+			copy(results[lo:hi], res)
+			return nil
+		case store.IsRetryable(err):
+			return err
+		case hi-lo == 1:
+			failed[lo] = err
+			return nil
+		}
+		mid := (lo + hi) / 2
+		if err := run(lo, mid); err != nil {
+			return err
+		}
+		return run(mid, hi)
+	}
+	if err := run(0, len(entries)); err != nil {
+		return nil, nil, fmt.Errorf("save batch of %d: %w", len(entries), err)
+	}
+	return results, failed, nil
+}
+
+// resequence gives a message whose seq another message holds (Redis handed
+// a seq out twice after a failover lost writes) a fresh seq from the
+// database, moves the Redis allocator above it and saves it there. Its
+// ACK(saved) then names the new seq.
+func (h *SaveHandler) resequence(ctx context.Context, e *streams.Entry) error {
+	lease, err := h.seqs.Lease(ctx, e.Msg.ConversationID, 1)
+	if err != nil {
+		return fmt.Errorf("resequence %s: %w", e.Msg.ServerMsgID, err)
+	}
+	h.log.Warn("seq already taken by another message: resequenced", "server_msg_id", e.Msg.ServerMsgID,
+		"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "new_seq", lease.Ceiling)
+	e.Msg.Seq = lease.Ceiling
+	if err := h.alloc.Retire(ctx, e.Msg.ConversationID, lease.Ceiling); err != nil {
+		h.log.Warn("resequence: could not retire the Redis allocator", "conversation_id", e.Msg.ConversationID, "err", err)
+	}
+	res, err := h.msgs.SaveBatch(ctx, []domain.Message{e.Msg})
+	if err != nil {
+		return fmt.Errorf("resequence %s: %w", e.Msg.ServerMsgID, err)
+	}
+	if res[0].Outcome == store.SeqTaken {
+		return fmt.Errorf("resequence %s to %d: %w", e.Msg.ServerMsgID, e.Msg.Seq, errSeqTakenAgain)
+	}
+	return nil
+}
+
+// deadLetter parks an entry that failed save.max_attempts times: a failed
+// placeholder row keeps its seq readable as unavailable, the entry goes to
+// the dead-letter stream with the error.
+func (h *SaveHandler) deadLetter(ctx context.Context, c *streams.Commit, e *streams.Entry, batch []redis.XMessage, cause error) {
+	h.log.Error("save failed permanently: dead-lettered", "server_msg_id", e.Msg.ServerMsgID,
+		"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", cause)
+	if err := h.msgs.SaveFailed(ctx, e.Msg); err != nil {
+		h.log.Error("save: failed placeholder not written", "server_msg_id", e.Msg.ServerMsgID,
+			"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", err)
+	}
+	var fields map[string]any
+	for _, x := range batch {
+		if x.ID == e.ID {
+			fields = x.Values
+		}
+	}
+	c.ToDead = append(c.ToDead, streams.DeadEntry{Fields: fields, Source: c.Input, Err: cause.Error()})
+	c.Ack = append(c.Ack, e.ID)
+	h.metrics.DeadLetters.Inc()
+}
+
+// giveUp reports whether an entry has been delivered save.max_attempts
+// times (the group's delivery count survives restarts and reclaims).
+func (h *SaveHandler) giveUp(ctx context.Context, shard int, id string) bool {
+	p, err := h.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
+		Stream: h.keys.ToSave(shard), Group: streams.GroupSave, Start: id, End: id, Count: 1,
+	}).Result()
+	if err != nil || len(p) == 0 {
+		return false
+	}
+	return p[0].RetryCount >= int64(h.maxAttempts)
+}

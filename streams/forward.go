@@ -15,7 +15,7 @@ import (
 // tag: the ack can never be recorded without the output, nor the output
 // twice for one ack. ARGV: group, n, id1..idn, k, then per output entry:
 // target key index, field count, fields...; then per idempotency key:
-// original server_msg_id ('' to keep), seq, send_at.
+// original server_msg_id (” to keep), seq, send_at.
 var commitScript = redis.NewScript(`
 local group = ARGV[1]
 local n = tonumber(ARGV[2])

@@ -1,0 +1,193 @@
+// Package gateway is Nexo's HTTP front door: the Hertz server that the HTTP
+// API and the WebSocket endpoint share, the user and auth routes, health
+// checks, and the helpers every handler uses to read JSON bodies and answer
+// in the envelope {err_code, err_msg, data} (gateway/wire).
+//
+// Other packages add their routes with Server.Route before Run; cmd/nexo
+// wires them. gateway never imports workers.
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"time"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/cloudwego/hertz/pkg/app/server"
+	"github.com/cloudwego/hertz/pkg/common/config"
+	"github.com/cloudwego/hertz/pkg/route"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/wire"
+)
+
+// Users is the user storage the handlers need; store.UserRepo satisfies it.
+// Create returns domain.ErrUserExists for a taken ID; Get and Update return
+// domain.ErrUserNotFound for an unknown one.
+type Users interface {
+	Create(ctx context.Context, u domain.User) (domain.User, error)
+	Get(ctx context.Context, id string) (domain.User, error)
+	Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error)
+}
+
+// ReadyCheck is one dependency /readyz pings; Name appears in the answer
+// when Check fails.
+type ReadyCheck struct {
+	Name  string
+	Check func(ctx context.Context) error
+}
+
+// Deps are the server's dependencies. Every field is required except
+// Listener, Ready and OnLogout.
+type Deps struct {
+	HTTP   configs.HTTP
+	Logger *slog.Logger
+	// Listener, when set, is served instead of listening on HTTP.Addr (so
+	// the caller learns the address and bind errors before Run).
+	Listener  net.Listener
+	Users     Users
+	Passwords *auth.Passwords
+	Issuer    *auth.Issuer
+	Verifier  *auth.Verifier
+	// Ready lists what /readyz pings (the database, Redis).
+	Ready []ReadyCheck
+	// OnLogout runs after a logout revoked a token, so live WebSocket
+	// sessions on that token can be closed. It must not block for long.
+	OnLogout func(userID string, platformID int, jti string)
+}
+
+// Server is the Hertz server with Nexo's routes.
+type Server struct {
+	h      *server.Hertz
+	deps   Deps
+	log    *slog.Logger
+	authMW app.HandlerFunc
+}
+
+// readyTimeout bounds each /readyz ping.
+const readyTimeout = 2 * time.Second
+
+// NewServer builds the server and registers the health, user and auth
+// routes. It does not listen; Run does.
+func NewServer(d Deps) (*Server, error) {
+	if d.Logger == nil || d.Users == nil || d.Passwords == nil || d.Issuer == nil || d.Verifier == nil {
+		return nil, errors.New("gateway: Logger, Users, Passwords, Issuer and Verifier are required")
+	}
+	opts := []config.Option{
+		server.WithExitWaitTime(d.HTTP.ShutdownTimeout),
+		// Hertz refuses bodies above this with its own plain-text 413; up to
+		// it, BindJSON answers body_too_long in the envelope. Twice the limit
+		// keeps the buffered body bounded while nearly every oversized body
+		// gets the documented answer.
+		server.WithMaxRequestBodySize(2 * d.HTTP.MaxBodyBytes),
+		server.WithRedirectTrailingSlash(false),
+		server.WithDisablePrintRoute(true),
+	}
+	if d.Listener != nil {
+		opts = append(opts, server.WithListener(d.Listener))
+	} else {
+		opts = append(opts, server.WithHostPorts(d.HTTP.Addr))
+	}
+	h := server.New(opts...)
+	// hertz-contrib/websocket hijacks connections; pooling hijacked
+	// connections is unsafe with it (see its README and LIBRARY-NOTES).
+	h.NoHijackConnPool = true
+
+	s := &Server{h: h, deps: d, log: d.Logger, authMW: auth.Middleware(d.Verifier, d.Logger)}
+	h.Use(s.recoverPanics, s.accessLog)
+	h.NoRoute(func(ctx context.Context, c *app.RequestContext) {
+		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path())))
+	})
+
+	s.Route("GET", "/healthz", s.healthz, false)
+	s.Route("GET", "/readyz", s.readyz, false)
+	s.Route("POST", "/user/register", s.register, false)
+	s.Route("GET", "/user/info", s.userInfo, true)
+	s.Route("PUT", "/user/update", s.updateUser, true)
+	s.Route("POST", "/auth/login", s.login, false)
+	s.Route("POST", "/auth/refresh", s.refresh, true)
+	s.Route("POST", "/auth/logout", s.logout, true)
+	return s, nil
+}
+
+// Route registers handler for method and path. With authenticated, the
+// auth middleware runs first: the handler sees auth.ClaimsOf(c) and
+// unauthenticated requests get 401. Call it before Run; every route must
+// also be described in docs/openapi.yaml (a test compares them).
+func (s *Server) Route(method, path string, handler app.HandlerFunc, authenticated bool) {
+	if authenticated {
+		s.h.Handle(method, path, s.authMW, handler)
+		return
+	}
+	s.h.Handle(method, path, handler)
+}
+
+// Routes returns the registered routes (method, path), for the OpenAPI test
+// and for logging.
+func (s *Server) Routes() route.RoutesInfo { return s.h.Routes() }
+
+// Hertz exposes the underlying server, e.g. to add OnShutdown hooks that
+// close WebSocket sessions. Routes go through Route.
+func (s *Server) Hertz() *server.Hertz { return s.h }
+
+// Run serves until ctx is done, then shuts down gracefully: it stops
+// accepting, lets in-flight requests finish for up to http.shutdown_timeout
+// and returns. It returns early with an error if the server cannot serve.
+func (s *Server) Run(ctx context.Context) error {
+	errc := make(chan error, 1)
+	go func() { errc <- s.h.Run() }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	// Shutdown refuses a server that has not yet marked itself running;
+	// Run gets there within microseconds of starting.
+	for !s.h.IsRunning() {
+		select {
+		case err := <-errc:
+			return fmt.Errorf("http server: %w", err)
+		case <-time.After(time.Millisecond):
+		}
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.HTTP.ShutdownTimeout)
+	defer cancel()
+	err := s.h.Shutdown(shutdownCtx)
+	<-errc
+	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("http shutdown: %w", err)
+	}
+	return nil
+}
+
+// recoverPanics turns a handler panic into a logged 500 internal_error, so
+// no client input can take the process down.
+func (s *Server) recoverPanics(ctx context.Context, c *app.RequestContext) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.ErrorContext(ctx, "handler panic", "method", string(c.Method()), "path", string(c.Path()),
+				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			we := wire.NewError(wire.ReasonInternalError, "")
+			c.AbortWithStatusJSON(we.HTTPStatus, wire.Fail(we))
+		}
+	}()
+	c.Next(ctx)
+}
+
+// accessLog logs each request at debug level.
+func (s *Server) accessLog(ctx context.Context, c *app.RequestContext) {
+	if !s.log.Enabled(ctx, slog.LevelDebug) {
+		c.Next(ctx)
+		return
+	}
+	start := time.Now()
+	c.Next(ctx)
+	s.log.DebugContext(ctx, "http", "method", string(c.Method()), "path", string(c.Path()),
+		"status", c.Response.StatusCode(), "duration", time.Since(start))
+}

@@ -1,0 +1,195 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/cloudwego/hertz/pkg/common/hlog"
+	"github.com/cloudwego/hertz/pkg/common/ut"
+	"github.com/redis/go-redis/v9"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/store/storetest"
+)
+
+func TestMain(m *testing.M) {
+	// Hertz's logger is process-wide; set it once, before any server.
+	hlog.SetLogger(gateway.HertzLogger(slog.New(slog.DiscardHandler)))
+	os.Exit(m.Run())
+}
+
+const (
+	testSecret  = "test-secret-0123456789abcdef0123456789"
+	testMaxBody = 4096
+)
+
+func testConfig() configs.Config {
+	cfg := configs.Default()
+	cfg.HTTP.MaxBodyBytes = testMaxBody
+	cfg.HTTP.ShutdownTimeout = 5 * time.Second
+	cfg.JWT.Secret = testSecret
+	return cfg
+}
+
+// env is a test server on a fresh MariaDB database and a Redis key prefix.
+type env struct {
+	srv    *gateway.Server
+	db     *store.DB
+	rdb    redis.UniversalClient
+	keys   store.Keys
+	logout *logoutRecorder
+}
+
+type logoutRecorder struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (r *logoutRecorder) record(user string, platform int, jti string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, fmt.Sprintf("%s/%d/%s", user, platform, jti))
+}
+
+func (r *logoutRecorder) get() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.calls...)
+}
+
+// newEnv builds the server as cmd/nexo does, on real MariaDB and Redis.
+func newEnv(t *testing.T, extra ...func(*gateway.Deps)) *env {
+	t.Helper()
+	db := storetest.MySQL(t)
+	rdb, prefix := storetest.Redis(t)
+	e := &env{db: db, rdb: rdb, keys: store.Keys{Prefix: prefix}, logout: &logoutRecorder{}}
+	e.srv = newServer(t, testConfig(), db, rdb, e.keys, e.logout.record, extra...)
+	return e
+}
+
+func newServer(t *testing.T, cfg configs.Config, db *store.DB, rdb redis.UniversalClient, keys store.Keys,
+	onLogout func(string, int, string), extra ...func(*gateway.Deps)) *gateway.Server {
+	t.Helper()
+	tokens := store.NewTokens(rdb, keys)
+	issuer, err := auth.NewIssuer(cfg.JWT, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifier, err := auth.NewVerifier(cfg.JWT, tokens)
+	if err != nil {
+		t.Fatal(err)
+	}
+	passwords, err := auth.NewPasswords(bcrypt.MinCost)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := gateway.Deps{
+		HTTP: cfg.HTTP, Logger: slog.New(slog.DiscardHandler),
+		Users: store.NewUserRepo(db), Passwords: passwords, Issuer: issuer, Verifier: verifier,
+		Ready: []gateway.ReadyCheck{
+			{Name: "database", Check: db.Ping},
+			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+		},
+		OnLogout: onLogout,
+	}
+	for _, f := range extra {
+		f(&deps)
+	}
+	srv, err := gateway.NewServer(deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// response is a decoded envelope.
+type response struct {
+	Status  int
+	ErrCode int             `json:"err_code"`
+	ErrMsg  string          `json:"err_msg"`
+	Data    json.RawMessage `json:"data"`
+	raw     string
+}
+
+// detail returns data.detail of an error envelope.
+func (r response) detail() string {
+	var d wire.ErrorData
+	_ = json.Unmarshal(r.Data, &d)
+	return d.Detail
+}
+
+func (r response) decode(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Data, v); err != nil {
+		t.Fatalf("data %s: %v", r.Data, err)
+	}
+}
+
+// do performs a request in-process; token "" sends none.
+func (e *env) do(t *testing.T, method, path, body, token string) response {
+	t.Helper()
+	return perform(t, e.srv, method, path, body, token)
+}
+
+func perform(t *testing.T, srv *gateway.Server, method, path, body, token string) response {
+	t.Helper()
+	var headers []ut.Header
+	if token != "" {
+		headers = append(headers, ut.Header{Key: "Authorization", Value: "Bearer " + token})
+	}
+	var b *ut.Body
+	if body != "" {
+		headers = append(headers, ut.Header{Key: "Content-Type", Value: "application/json"})
+		b = &ut.Body{Body: strings.NewReader(body), Len: len(body)}
+	}
+	w := ut.PerformRequest(srv.Hertz().Engine, method, path, b, headers...)
+	res := w.Result()
+	r := response{Status: res.StatusCode(), raw: string(res.Body())}
+	if err := json.Unmarshal(res.Body(), &r); err != nil {
+		t.Fatalf("%s %s: body %q is not an envelope: %v", method, path, res.Body(), err)
+	}
+	return r
+}
+
+// wantOK fails unless r is a 200 success envelope.
+func wantOK(t *testing.T, r response) {
+	t.Helper()
+	if r.Status != 200 || r.ErrCode != 0 || r.ErrMsg != "" {
+		t.Fatalf("want 200 ok, got %d: %s", r.Status, r.raw)
+	}
+}
+
+// wantErr fails unless r is the error envelope of reason (status and code
+// from the table) and, when field is set, its detail mentions field.
+func wantErr(t *testing.T, r response, reason wire.Reason, field string) {
+	t.Helper()
+	code := wire.Lookup(reason)
+	if r.Status != code.HTTPStatus || r.ErrCode != code.ErrCode || r.ErrMsg != string(reason) {
+		t.Fatalf("want %d %d %s, got %d: %s", code.HTTPStatus, code.ErrCode, reason, r.Status, r.raw)
+	}
+	var d wire.ErrorData
+	if err := json.Unmarshal(r.Data, &d); err != nil || d.Reason != reason {
+		t.Fatalf("data.reason: got %s (%v)", r.Data, err)
+	}
+	if field != "" && !strings.Contains(d.Detail, field) {
+		t.Fatalf("detail %q does not name %q", d.Detail, field)
+	}
+}
+
+func authClaims(c *app.RequestContext) (string, bool) {
+	claims, ok := auth.ClaimsOf(c)
+	return claims.UserID, ok
+}

@@ -1,0 +1,180 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/store"
+)
+
+type tokenData struct {
+	Token    string `json:"token"`
+	ExpireAt int64  `json:"expire_at"`
+}
+
+type profileData struct {
+	UserID    string `json:"user_id"`
+	Nickname  string `json:"nickname"`
+	Avatar    string `json:"avatar"`
+	CreatedAt int64  `json:"created_at"`
+	UpdatedAt int64  `json:"updated_at"`
+}
+
+func (e *env) login(t *testing.T, user, password string, platform int) tokenData {
+	t.Helper()
+	r := e.do(t, "POST", "/auth/login", fmt.Sprintf(`{"user_id":%q,"password":%q,"platform_id":%d}`, user, password, platform), "")
+	wantOK(t, r)
+	var tok tokenData
+	r.decode(t, &tok)
+	return tok
+}
+
+// TestUserAndAuthFlow walks register → login → info → update → refresh →
+// logout through the real Hertz handlers, MariaDB and Redis.
+func TestUserAndAuthFlow(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	users := store.NewUserRepo(e.db)
+
+	// Register with a chosen ID and with a generated one.
+	r := e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Alice","password":"correct horse","avatar":"https://a/1.png"}`, "")
+	wantOK(t, r)
+	var reg struct {
+		UserID string `json:"user_id"`
+	}
+	r.decode(t, &reg)
+	if reg.UserID != "alice" {
+		t.Fatalf("registered %q", reg.UserID)
+	}
+	r = e.do(t, "POST", "/user/register", `{"nickname":"Bob","password":"battery staple"}`, "")
+	wantOK(t, r)
+	r.decode(t, &reg)
+	if id, err := uuid.Parse(reg.UserID); err != nil || id.Version() != 7 {
+		t.Fatalf("generated user_id %q is not a UUIDv7", reg.UserID)
+	}
+	bob := reg.UserID
+	stored, err := users.Get(ctx, "alice")
+	if err != nil || stored.PasswordHash == "" || stored.PasswordHash == "correct horse" {
+		t.Fatalf("stored alice %+v, %v: want a password hash", stored, err)
+	}
+
+	// A taken ID is 409 and changes nothing.
+	r = e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Mallory","password":"12345678"}`, "")
+	wantErr(t, r, wire.ReasonUserExists, "alice")
+	if again, _ := users.Get(ctx, "alice"); again != stored {
+		t.Fatalf("duplicate register changed alice: %+v", again)
+	}
+
+	// Bad credentials: the same answer for an unknown user and a wrong password.
+	wrong := e.do(t, "POST", "/auth/login", `{"user_id":"alice","password":"wrong password","platform_id":5}`, "")
+	unknown := e.do(t, "POST", "/auth/login", `{"user_id":"nobody","password":"correct horse","platform_id":5}`, "")
+	wantErr(t, wrong, wire.ReasonBadCredentials, "")
+	wantErr(t, unknown, wire.ReasonBadCredentials, "")
+	if wrong.raw != unknown.raw {
+		t.Fatalf("unknown user and wrong password answer differently:\n%s\n%s", wrong.raw, unknown.raw)
+	}
+
+	// Login.
+	before := time.Now()
+	tok := e.login(t, "alice", "correct horse", 5)
+	if ttl := time.Duration(tok.ExpireAt-before.UnixMilli()) * time.Millisecond; ttl < 23*time.Hour || ttl > 24*time.Hour {
+		t.Fatalf("expire_at %d is %v away, want about jwt.ttl (24h)", tok.ExpireAt, ttl)
+	}
+
+	// Info: own (no user_id), someone else's, unknown.
+	r = e.do(t, "GET", "/user/info", "", tok.Token)
+	wantOK(t, r)
+	var p profileData
+	r.decode(t, &p)
+	if p.UserID != "alice" || p.Nickname != "Alice" || p.Avatar != "https://a/1.png" || p.CreatedAt != stored.CreatedAt || p.UpdatedAt != stored.UpdatedAt {
+		t.Fatalf("own info %+v, stored %+v", p, stored)
+	}
+	if raw := r.raw; strings.Contains(raw, "password") {
+		t.Fatalf("info leaks the password hash: %s", raw)
+	}
+	r = e.do(t, "GET", "/user/info?user_id="+bob, "", tok.Token)
+	wantOK(t, r)
+	r.decode(t, &p)
+	if p.UserID != bob || p.Nickname != "Bob" {
+		t.Fatalf("bob's info %+v", p)
+	}
+	wantErr(t, e.do(t, "GET", "/user/info?user_id=ghost", "", tok.Token), wire.ReasonUserNotFound, "")
+	wantErr(t, e.do(t, "GET", "/user/info?user_id=a%20b", "", tok.Token), wire.ReasonBadRequest, "user_id")
+
+	// Update own profile.
+	r = e.do(t, "PUT", "/user/update", `{"nickname":"Alice L."}`, tok.Token)
+	wantOK(t, r)
+	r.decode(t, &p)
+	if p.Nickname != "Alice L." || p.Avatar != "https://a/1.png" || p.UpdatedAt < stored.UpdatedAt {
+		t.Fatalf("after update %+v", p)
+	}
+	r = e.do(t, "PUT", "/user/update", `{"avatar":""}`, tok.Token)
+	wantOK(t, r)
+	if got, _ := users.Get(ctx, "alice"); got.Nickname != "Alice L." || got.Avatar != "" || got.PasswordHash != stored.PasswordHash {
+		t.Fatalf("stored after updates %+v", got)
+	}
+
+	// Refresh: the old token is revoked, twice-refreshing fails.
+	r = e.do(t, "POST", "/auth/refresh", "", tok.Token)
+	wantOK(t, r)
+	var tok2 tokenData
+	r.decode(t, &tok2)
+	if tok2.Token == tok.Token || tok2.ExpireAt < tok.ExpireAt {
+		t.Fatalf("refresh returned %+v after %+v", tok2, tok)
+	}
+	wantErr(t, e.do(t, "GET", "/user/info", "", tok.Token), wire.ReasonTokenRevoked, "")
+	wantErr(t, e.do(t, "POST", "/auth/refresh", "", tok.Token), wire.ReasonTokenRevoked, "")
+	wantOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
+
+	// A login on another platform is independent; on the same one it replaces.
+	ios := e.login(t, "alice", "correct horse", 1)
+	wantOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
+	web := e.login(t, "alice", "correct horse", 5)
+	wantErr(t, e.do(t, "GET", "/user/info", "", tok2.Token), wire.ReasonTokenRevoked, "")
+
+	// Logout revokes the token everywhere and tells OnLogout.
+	if len(e.logout.get()) != 0 {
+		t.Fatalf("OnLogout called before any logout: %v", e.logout.get())
+	}
+	wantOK(t, e.do(t, "POST", "/auth/logout", "", web.Token))
+	calls := e.logout.get()
+	if len(calls) != 1 || !strings.HasPrefix(calls[0], "alice/5/") {
+		t.Fatalf("OnLogout calls %v, want one for alice/5", calls)
+	}
+	for _, route := range [][2]string{{"GET", "/user/info"}, {"POST", "/auth/refresh"}, {"POST", "/auth/logout"}} {
+		wantErr(t, e.do(t, route[0], route[1], "", web.Token), wire.ReasonTokenRevoked, "")
+	}
+	wantOK(t, e.do(t, "GET", "/user/info", "", ios.Token))
+	if n := e.rdb.Exists(ctx, e.keys.Token("alice", 5)).Val(); n != 0 {
+		t.Fatalf("token record of alice/5 still present after logout")
+	}
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wantOK(t, e.do(t, "GET", "/healthz", "", ""))
+	wantOK(t, e.do(t, "GET", "/readyz", "", ""))
+}
+
+func TestReadyzNamesWhatFailed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	down := newServer(t, testConfig(), e.db, e.rdb, e.keys, nil, func(d *gateway.Deps) {
+		d.Ready = append(d.Ready, gateway.ReadyCheck{Name: "redis-replica", Check: func(context.Context) error { return fmt.Errorf("dial tcp: refused") }})
+	})
+	r := perform(t, down, "GET", "/readyz", "", "")
+	wantErr(t, r, wire.ReasonServerBusy, "redis-replica")
+	if strings.Contains(r.detail(), "refused") || strings.Contains(r.detail(), "database") {
+		t.Fatalf("detail %q: must name only the failed dependency, without its error", r.detail())
+	}
+	wantOK(t, perform(t, down, "GET", "/healthz", "", ""))
+}

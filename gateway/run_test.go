@@ -63,7 +63,9 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	pad := func(n int) string { return `{"nickname":"x","password":"12345678","avatar":"` + strings.Repeat("a", n) + `"}` }
+	pad := func(n int) string {
+		return `{"nickname":"x","password":"12345678","avatar":"` + strings.Repeat("a", n) + `"}`
+	}
 	// Just over the limit: the documented envelope.
 	code, body := post(pad(testMaxBody))
 	var env wire.Envelope

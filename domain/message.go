@@ -83,3 +83,12 @@ type Message struct {
 	Status         MessageStatus
 	SendAt         int64
 }
+
+// SingleRecipients is who a single-chat message is pushed to: the receiver
+// and the sender's other devices (once, for a note to self).
+func (m *Message) SingleRecipients() []string {
+	if m.SenderID == m.RecvID {
+		return []string{m.SenderID}
+	}
+	return []string{m.RecvID, m.SenderID}
+}

@@ -216,3 +216,17 @@ func isConnError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) || err.Error() == "EOF"
 }
+
+// markSavedScript sets saved=1 on an idempotency record that still exists
+// (creating one would leave a key without a TTL).
+var markSavedScript = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'saved', '1') return 1 end
+return 0
+`)
+
+// MarkSaved records that m is saved, so a retry of its client_msg_id is
+// answered with ACK(saved). The synchronous path calls it after its commit.
+func (a *Accepter) MarkSaved(ctx context.Context, m *domain.Message) error {
+	key := a.keys.Idem(a.keys.Shard(m.ConversationID), m.SenderID, m.ClientMsgID)
+	return classify("mark saved", markSavedScript.Run(ctx, a.rdb, []string{key}).Err())
+}

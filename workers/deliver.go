@@ -87,11 +87,7 @@ func (h *DeliverHandler) deliver(ctx context.Context, e *streams.Entry) error {
 	m := &e.Msg
 	switch m.SessionType {
 	case domain.SessionSingle:
-		to := []string{m.RecvID}
-		if m.SenderID != m.RecvID {
-			to = append(to, m.SenderID) // the sender's other devices
-		}
-		h.push.PushMessage(ctx, m, to, e.OriginConn)
+		h.push.PushMessage(ctx, m, m.SingleRecipients(), e.OriginConn)
 		return nil
 	case domain.SessionGroup:
 		if h.groups == nil {

@@ -1,0 +1,170 @@
+package chat
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws"
+)
+
+// Registry reaches the online connections (ws.Server).
+type Registry interface {
+	PushToUser(ctx context.Context, userID string, f ws.Frame, exceptConn string) int
+	PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int
+}
+
+// Pusher encodes pushes once and hands them to the registry; it implements
+// the workers' Pusher. Pushes never block on a slow connection.
+type Pusher struct {
+	reg Registry
+	log *slog.Logger
+}
+
+// NewPusher returns a Pusher over reg.
+func NewPusher(reg Registry, log *slog.Logger) *Pusher { return &Pusher{reg: reg, log: log} }
+
+// AckPushJSON is the data of a 2101 ACK push.
+type AckPushJSON struct {
+	AckType        string `json:"ack_type"`
+	ServerMsgID    string `json:"server_msg_id,omitempty"`
+	ClientMsgID    string `json:"client_msg_id,omitempty"`
+	ConversationID string `json:"conversation_id"`
+	Seq            int64  `json:"seq"`
+	SendAt         int64  `json:"send_at,omitempty"`
+	UserID         string `json:"user_id,omitempty"`
+}
+
+func (p *Pusher) frame(code int, data any) (ws.Frame, bool) {
+	f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: code, Data: data})
+	if err != nil {
+		p.log.Error("encode push", "req_identifier", code, "err", err)
+		return f, false
+	}
+	return f, true
+}
+
+// PushMessage sends m (2001) to every online connection of userIDs except
+// exceptConn, encoding it once.
+func (p *Pusher) PushMessage(ctx context.Context, m *domain.Message, userIDs []string, exceptConn string) {
+	if f, ok := p.frame(wire.PushMsg, ToJSON(m)); ok {
+		p.reg.PushToUsers(ctx, userIDs, f, exceptConn)
+	}
+}
+
+// PushAck sends a 2101 ACK push to every connection of userID.
+func (p *Pusher) PushAck(ctx context.Context, userID string, a domain.Ack) {
+	data := AckPushJSON{AckType: string(a.Type), ServerMsgID: a.ServerMsgID, ClientMsgID: a.ClientMsgID,
+		ConversationID: a.ConversationID, Seq: a.Seq, SendAt: a.SendAt, UserID: a.UserID}
+	if f, ok := p.frame(wire.PushAck, data); ok {
+		p.reg.PushToUser(ctx, userID, f, "")
+	}
+}
+
+// PushSaveFailed sends a 3001 error push (save_failed) naming the message
+// to every connection of its sender.
+func (p *Pusher) PushSaveFailed(ctx context.Context, m *domain.Message) {
+	e := wire.Lookup(wire.ReasonSaveFailed)
+	f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushError, ErrCode: e.ErrCode, ErrMsg: string(e.Reason),
+		Data: SaveFailedJSON{Reason: string(e.Reason), ClientMsgID: m.ClientMsgID, ServerMsgID: m.ServerMsgID,
+			ConversationID: m.ConversationID, Seq: m.Seq}})
+	if err == nil {
+		p.reg.PushToUser(ctx, m.SenderID, f, "")
+	}
+}
+
+// SaveFailedJSON is the data of a save_failed error push.
+type SaveFailedJSON struct {
+	Reason         string `json:"reason"`
+	ClientMsgID    string `json:"client_msg_id"`
+	ServerMsgID    string `json:"server_msg_id"`
+	ConversationID string `json:"conversation_id"`
+	Seq            int64  `json:"seq"`
+}
+
+// GroupFanout delivers group messages (workers.GroupFanout).
+type GroupFanout interface {
+	FanoutGroup(ctx context.Context, m *domain.Message, exceptConn string) error
+}
+
+// AsyncFanout is the synchronous path's push queue: Deliver never blocks;
+// when the bounded queue is full the push is dropped and counted, and
+// clients catch up by pull (the message is already saved).
+type AsyncFanout struct {
+	queue   chan fanoutJob
+	push    *Pusher
+	groups  GroupFanout
+	dropped prometheus.Counter
+	log     *slog.Logger
+}
+
+type fanoutJob struct {
+	m          domain.Message
+	exceptConn string
+}
+
+// NewAsyncFanout returns a fanout queue of size entries; Run drains it.
+// groups may be nil until group chat is wired.
+func NewAsyncFanout(size int, push *Pusher, groups GroupFanout, reg prometheus.Registerer, log *slog.Logger) *AsyncFanout {
+	a := &AsyncFanout{
+		queue: make(chan fanoutJob, size), push: push, groups: groups, log: log,
+		dropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "push_dropped_total",
+			Help: "Pushes of the synchronous path dropped because the push queue was full (clients pull).",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(a.dropped)
+	}
+	return a
+}
+
+// Deliver queues the pushes of a saved message.
+func (a *AsyncFanout) Deliver(m *domain.Message, exceptConn string) {
+	select {
+	case a.queue <- fanoutJob{m: *m, exceptConn: exceptConn}:
+	default:
+		a.dropped.Inc()
+	}
+}
+
+// Run drains the queue with workers goroutines until ctx is cancelled.
+func (a *AsyncFanout) Run(ctx context.Context, workers int) error {
+	done := make(chan struct{})
+	for i := 0; i < max(workers, 1); i++ {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case j := <-a.queue:
+					a.deliver(ctx, &j)
+				}
+			}
+		}()
+	}
+	for i := 0; i < max(workers, 1); i++ {
+		<-done
+	}
+	return nil
+}
+
+func (a *AsyncFanout) deliver(ctx context.Context, j *fanoutJob) {
+	m := &j.m
+	if m.SessionType == domain.SessionGroup && a.groups != nil {
+		if err := a.groups.FanoutGroup(ctx, m, j.exceptConn); err != nil {
+			a.log.Warn("group fanout failed; members will pull", "server_msg_id", m.ServerMsgID,
+				"conversation_id", m.ConversationID, "seq", m.Seq, "err", err)
+		}
+		return
+	}
+	to := m.SingleRecipients()
+	if m.SessionType == domain.SessionGroup {
+		to = []string{m.SenderID} // group chat not wired: the sender's other devices only
+	}
+	a.push.PushMessage(ctx, m, to, j.exceptConn)
+}

@@ -1,0 +1,84 @@
+package chat
+
+import (
+	"context"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// knownUsers caches positive receiver lookups: users are never deleted, so
+// a user seen once exists; misses always ask the database.
+type knownUsers struct {
+	users Users
+	seen  *lru.LRU[string, struct{}]
+}
+
+func newKnownUsers(u Users) *knownUsers {
+	return &knownUsers{users: u, seen: lru.NewLRU[string, struct{}](100_000, nil, time.Hour)}
+}
+
+func (k *knownUsers) exists(ctx context.Context, id string) (bool, error) {
+	if _, ok := k.seen.Get(id); ok {
+		return true, nil
+	}
+	found, err := k.users.Existing(ctx, []string{id})
+	if err != nil {
+		return false, err
+	}
+	if found[id] {
+		k.seen.Add(id, struct{}{})
+	}
+	return found[id], nil
+}
+
+type sendMetrics struct {
+	latency   *prometheus.HistogramVec
+	fallbacks prometheus.Counter
+	refused   prometheus.Counter
+}
+
+func newSendMetrics(reg prometheus.Registerer) *sendMetrics {
+	m := &sendMetrics{
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "nexo", Name: "send_ack_seconds",
+			Help:    "Time from receiving a send to its ACK, by ack_type (accepted: two-phase; saved: synchronous).",
+			Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
+		}, []string{"ack_type"}),
+		fallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "send_sync_fallbacks_total",
+			Help: "Sends that fell back to the synchronous path because Redis was unreachable.",
+		}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "send_refused_busy_total",
+			Help: "Sends refused with server_busy because Redis was unreachable and fail_open is false.",
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.latency, m.fallbacks, m.refused)
+	}
+	return m
+}
+
+func (m *sendMetrics) observe(ackType string, d time.Duration) {
+	m.latency.WithLabelValues(ackType).Observe(d.Seconds())
+}
+
+// placeholderFor fills the seqs of [begin, end] that have no readable
+// message with placeholders, keeping ascending order, at most limit entries.
+func fillRange(msgs []domain.Message, begin, end int64, limit int) []MessageJSON {
+	out := make([]MessageJSON, 0, min(int(end-begin+1), limit))
+	i := 0
+	for seq := begin; seq <= end && len(out) < limit; seq++ {
+		if i < len(msgs) && msgs[i].Seq == seq {
+			out = append(out, ToJSON(&msgs[i]))
+			i++
+			continue
+		}
+		out = append(out, Placeholder(seq))
+	}
+	return out
+}

@@ -129,6 +129,32 @@ func (s *Service) Send(ctx context.Context, sender, originConn string, req SendR
 	return ack, nil
 }
 
+// SendSystem sends a server-made message — a group notification (msg_type
+// 1500+) or a revoke notice — through the same pipeline as user messages,
+// skipping validation and permission checks: the caller has decided. m needs
+// ConversationID, SenderID (the member who caused it), SessionType,
+// GroupID/RecvID, MsgType and Content; ClientMsgID, ServerMsgID and SendAt
+// are generated when empty. The returned ACK carries the seq, which orders
+// the event among the conversation's messages (a joiner's first visible seq
+// is its join notification's; see docs/groups.md).
+func (s *Service) SendSystem(ctx context.Context, m domain.Message) (AckJSON, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return AckJSON{}, fmt.Errorf("server_msg_id: %w", err)
+	}
+	if m.ServerMsgID == "" {
+		m.ServerMsgID = id.String()
+	}
+	if m.ClientMsgID == "" {
+		m.ClientMsgID = "sys:" + m.ServerMsgID
+	}
+	if m.SendAt == 0 {
+		m.SendAt = time.Now().UnixMilli()
+	}
+	m.Status = domain.StatusNormal
+	return s.send(ctx, s.mode.Get(), &m, "")
+}
+
 func (s *Service) send(ctx context.Context, mode configs.TwoPhase, m *domain.Message, originConn string) (AckJSON, error) {
 	s.retireAfterOutage(ctx, m.ConversationID)
 	if !mode.Enabled {

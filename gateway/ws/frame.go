@@ -1,0 +1,92 @@
+package ws
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/nexo-im/nexo/gateway/wire"
+)
+
+// Frame is one outbound JSON text frame, encoded once and shared read-only by
+// every connection it is queued to (a group fanout encodes once). The zero
+// Frame is empty and never written.
+type Frame struct{ data []byte }
+
+// emptyObject is the data of a frame that carries nothing: data is always a
+// JSON object on the wire, never null.
+var emptyObject = json.RawMessage(`{}`)
+
+// EncodeFrame encodes a server frame (response or push). A nil Data becomes
+// {}. HTML characters are not escaped, so message text keeps its size. The
+// error is a JSON encoding failure of Data (a value json cannot encode).
+func EncodeFrame(r wire.Response) (Frame, error) {
+	if r.Data == nil {
+		r.Data = emptyObject
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(r); err != nil {
+		return Frame{}, fmt.Errorf("encode frame %d: %w", r.ReqIdentifier, err)
+	}
+	return Frame{data: bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})}, nil
+}
+
+// Bytes returns the encoded JSON. The slice is shared: do not modify it.
+func (f Frame) Bytes() []byte { return f.data }
+
+// IsZero reports whether f holds no frame.
+func (f Frame) IsZero() bool { return len(f.data) == 0 }
+
+// errorResponse is the frame that answers a failed request or reports a
+// gate error: err_code and err_msg from the error table, data {reason,
+// detail}. reqIdentifier is the request's (echoed) or wire.PushError.
+func errorResponse(reqIdentifier int, msgIncr, operationID string, e *wire.Error) wire.Response {
+	return wire.Response{
+		ReqIdentifier: reqIdentifier,
+		MsgIncr:       msgIncr,
+		OperationID:   operationID,
+		ErrCode:       e.ErrCode,
+		ErrMsg:        string(e.Reason),
+		Data:          wire.ErrorData{Reason: e.Reason, Detail: e.Detail},
+	}
+}
+
+// mustEncode encodes a frame built from our own types, which cannot fail;
+// a failure is a programming error surfaced as a panic in tests.
+func mustEncode(r wire.Response) Frame {
+	f, err := EncodeFrame(r)
+	if err != nil {
+		panic(err)
+	}
+	return f
+}
+
+// gateReasons close the connection after their 3001 (or 2002) frame; every
+// other reason answers one request and keeps the connection open. The list
+// is public API (docs/protocol.md, seed 001 §5.4).
+var gateReasons = map[wire.Reason]bool{
+	wire.ReasonUnauthorized:    true,
+	wire.ReasonTokenExpired:    true,
+	wire.ReasonSessionInvalid:  true,
+	wire.ReasonKicked:          true,
+	wire.ReasonTooManyRequests: true,
+}
+
+// IsGateReason reports whether r closes the connection (unauthorized,
+// token_expired, session_invalid, kicked, too_many_requests).
+func IsGateReason(r wire.Reason) bool { return gateReasons[r] }
+
+// WebSocket close codes the server sends (RFC 6455 §7.4.1); the close
+// frame's text is the reason string.
+const (
+	// CloseNormal answers a client's close.
+	CloseNormal = 1000
+	// CloseGoingAway is sent to every connection on shutdown.
+	CloseGoingAway = 1001
+	// ClosePolicyViolation follows a gate error (3001 or 2002 frame).
+	ClosePolicyViolation = 1008
+	// CloseMessageTooBig follows body_too_long for a frame over ws.read_limit.
+	CloseMessageTooBig = 1009
+)

@@ -1,0 +1,118 @@
+package ws
+
+import (
+	"context"
+	"encoding/json"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/cloudwego/hertz/pkg/app/server"
+	"github.com/hertz-contrib/websocket"
+	"github.com/nexo-im/nexo/gateway/wire"
+)
+
+// Handler is the Hertz handler for GET /ws?token=&send_id=&platform_id=&operation_id=.
+// It checks the origin (ws.allowed_origins), the token (signature, expiry,
+// revocation, via Authenticator), that send_id (when given) is the token's
+// user_id and that platform_id is the token's platform, and only then
+// upgrades. A refusal is an HTTP error with the wire.Envelope body and no
+// upgrade: 401 for token and identity failures, 403 for a foreign origin,
+// 503 while shutting down. The Hertz server must be set up with
+// ConfigureHertz.
+func (s *Server) Handler() app.HandlerFunc {
+	return func(ctx context.Context, rc *app.RequestContext) {
+		if s.shuttingDown() {
+			s.reject(rc, wire.NewError(wire.ReasonServerBusy, "the server is shutting down"))
+			return
+		}
+		// Copies: the RequestContext is recycled after the upgrade.
+		origin := string(rc.Request.Header.Peek("Origin"))
+		if !originAllowed(s.cfg.AllowedOrigins, origin, string(rc.Host())) {
+			s.reject(rc, wire.NewError(wire.ReasonForbidden, "origin not allowed (ws.allowed_origins)"))
+			return
+		}
+		token, sendID := rc.Query("token"), rc.Query("send_id")
+		platform, operationID := rc.Query("platform_id"), rc.Query("operation_id")
+		if token == "" {
+			s.reject(rc, wire.NewError(wire.ReasonTokenMissing, "the token query parameter is required"))
+			return
+		}
+		userID, platformID, jti, expiresAt, err := s.auth.Authenticate(ctx, token)
+		if err != nil {
+			e := wire.FromError(err)
+			if e.HTTPStatus >= 500 {
+				s.log.Error("ws authenticate failed", "err", err, "operation_id", operationID)
+			}
+			s.reject(rc, e)
+			return
+		}
+		if sendID != "" && sendID != userID {
+			s.reject(rc, wire.NewError(wire.ReasonUnauthorized, "send_id does not match the token's user_id"))
+			return
+		}
+		if p, err := strconv.Atoi(platform); err != nil || p != platformID {
+			s.reject(rc, wire.NewError(wire.ReasonUnauthorized, "platform_id is required and must match the token's platform_id"))
+			return
+		}
+		c := s.newConn(userID, platformID, jti, expiresAt, operationID)
+		if err := s.upgrader.Upgrade(rc, func(wc *websocket.Conn) { s.serve(c, wc) }); err != nil {
+			s.log.Debug("ws upgrade refused", "err", err, "user_id", userID)
+		}
+	}
+}
+
+// ConfigureHertz sets the two Hertz engine switches the gateway relies on;
+// call it on the server that mounts Handler, before Run.
+//
+//   - NoHijackConnPool: pooled hijacked connections are unsafe with
+//     hertz-contrib/websocket (its README).
+//   - KeepHijackedConns: without it Hertz's hijacked connection ignores
+//     Close (Hertz closes it itself when the handler returns), so a session
+//     could not close its connection from another goroutine: slow-consumer
+//     closes, kicks and write failures would wait for the read deadline.
+//     With it, every session closes its own connection before returning.
+func ConfigureHertz(h *server.Hertz) {
+	h.NoHijackConnPool = true
+	h.KeepHijackedConns = true
+}
+
+// reject answers a refused handshake with the error envelope.
+func (s *Server) reject(rc *app.RequestContext, e *wire.Error) {
+	s.metrics.rejects.WithLabelValues(string(e.Reason)).Inc()
+	body, err := json.Marshal(wire.Fail(e))
+	if err != nil { // cannot happen: the envelope holds strings and ints
+		body = []byte(`{"err_code":1500,"err_msg":"internal_error","data":{"reason":"internal_error"}}`)
+	}
+	rc.Data(e.HTTPStatus, "application/json; charset=utf-8", body)
+	rc.Abort()
+}
+
+// upgradeError answers a request that is not a valid WebSocket handshake.
+func (s *Server) upgradeError(rc *app.RequestContext, status int, reason error) {
+	e := wire.NewError(wire.ReasonBadRequest, reason.Error())
+	e.HTTPStatus = status
+	s.reject(rc, e)
+}
+
+// originAllowed applies ws.allowed_origins: "*" allows any origin; an empty
+// list allows only an Origin whose host equals the request's Host; otherwise
+// the Origin must equal one entry (scheme://host[:port], case-insensitive).
+// Requests without Origin (non-browser clients) are allowed: the token is
+// what authenticates them.
+func originAllowed(allowed []string, origin, host string) bool {
+	if origin == "" {
+		return true
+	}
+	if len(allowed) == 0 {
+		u, err := url.Parse(origin)
+		return err == nil && strings.EqualFold(u.Host, host)
+	}
+	for _, a := range allowed {
+		if a == "*" || strings.EqualFold(strings.TrimSuffix(a, "/"), origin) {
+			return true
+		}
+	}
+	return false
+}

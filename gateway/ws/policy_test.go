@@ -1,0 +1,207 @@
+package ws
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway/wire"
+)
+
+func TestLoginPolicy(t *testing.T) {
+	type conn struct {
+		platform int
+		kicked   bool // expected to be kicked by the last connection
+	}
+	cases := []struct {
+		policy string
+		conns  []conn // the last one is the newcomer
+	}{
+		{configs.LoginSinglePerPlatform, []conn{{5, true}, {2, false}, {5, false}}},
+		{configs.LoginSingle, []conn{{5, true}, {2, true}, {5, false}}},
+		{configs.LoginMulti, []conn{{5, false}, {2, false}, {5, false}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.policy, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.LoginPolicy = tc.policy
+			e := newEnv(t, cfg)
+			clients := make([]*client, len(tc.conns))
+			for i, cc := range tc.conns[:len(tc.conns)-1] {
+				clients[i] = e.dial("alice", cc.platform)
+			}
+			last := len(tc.conns) - 1
+			clients[last] = e.dial("alice", tc.conns[last].platform)
+
+			wantAlive := 0
+			for i, cc := range tc.conns {
+				if !cc.kicked {
+					wantAlive++
+					continue
+				}
+				f := clients[i].next()
+				if f.ReqIdentifier != wire.PushKick || f.reason() != string(wire.ReasonKicked) || f.ErrMsg != "kicked" {
+					t.Fatalf("conn %d got %+v, want a 2002 kicked push", i, f)
+				}
+				if code, text, _ := clients[i].expectClosed(5 * time.Second); code != ClosePolicyViolation || text != "kicked" {
+					t.Fatalf("conn %d closed with %d %q", i, code, text)
+				}
+			}
+			// A kicked connection is out of the registry before its kick is
+			// sent, so a push right now reaches only the survivors.
+			push := mustEncode(wire.Response{ReqIdentifier: wire.PushMsg, Data: map[string]string{"conversation_id": "si_alice_bob"}})
+			if n := e.srv.PushToUser(context.Background(), "alice", push, ""); n != wantAlive {
+				t.Fatalf("push reached %d connections, want %d", n, wantAlive)
+			}
+			for i, cc := range tc.conns {
+				if !cc.kicked {
+					if f := clients[i].next(); f.ReqIdentifier != wire.PushMsg {
+						t.Fatalf("survivor %d got %+v", i, f)
+					}
+				}
+			}
+			wantKicks := float64(len(tc.conns) - wantAlive)
+			if got := testutil.ToFloat64(e.srv.metrics.kicks); got != wantKicks {
+				t.Fatalf("kicks metric = %v, want %v", got, wantKicks)
+			}
+		})
+	}
+}
+
+func TestPushExceptAndToConn(t *testing.T) {
+	cfg := testConfig()
+	cfg.LoginPolicy = configs.LoginMulti
+	e := newEnv(t, cfg)
+	a1 := e.dial("alice", 5)
+	a2 := e.dial("alice", 5)
+	b := e.dial("bob", 1)
+	ids := e.userConns("alice")
+	ctx := context.Background()
+	f := mustEncode(wire.Response{ReqIdentifier: wire.PushGroupNotify, Data: map[string]any{"conversation_id": "sg_g1", "max_seq": 7}})
+
+	if n := e.srv.PushToUsers(ctx, []string{"alice", "bob", "nobody"}, f, ids[0]); n != 2 {
+		t.Fatalf("PushToUsers reached %d, want 2 (alice's other connection and bob)", n)
+	}
+	if !e.srv.PushToConn(ctx, "alice", ids[0], f) || e.srv.PushToConn(ctx, "alice", "no-such-conn", f) {
+		t.Fatal("PushToConn")
+	}
+	// ids[0] got only the PushToConn frame, the other two one frame each.
+	for _, c := range []*client{a1, a2, b} {
+		if got := c.next(); got.ReqIdentifier != wire.PushGroupNotify {
+			t.Fatalf("got %+v", got)
+		}
+	}
+	if !e.srv.Online("alice") || e.srv.Online("nobody") || e.srv.ConnCount() != 3 {
+		t.Fatalf("Online/ConnCount: %v %v %d", e.srv.Online("alice"), e.srv.Online("nobody"), e.srv.ConnCount())
+	}
+}
+
+func TestRevokeSession(t *testing.T) {
+	cfg := testConfig()
+	cfg.LoginPolicy = configs.LoginMulti
+	e := newEnv(t, cfg)
+	keep := e.dial("alice", 2)
+	gone := e.dial("alice", 5)
+	other := e.dial("bob", 5)
+	var jti string
+	for _, c := range e.srv.reg.conns("alice", nil) {
+		if c.platformID == 5 {
+			jti = c.jti
+		}
+	}
+	if n := e.srv.RevokeSession("alice", 5, "someone-else's-jti"); n != 0 {
+		t.Fatalf("revoked %d connections for a foreign jti", n)
+	}
+	if n := e.srv.RevokeSession("alice", 5, jti); n != 1 {
+		t.Fatalf("revoked %d connections, want 1", n)
+	}
+	f := gone.next()
+	if f.ReqIdentifier != wire.PushError || f.reason() != string(wire.ReasonSessionInvalid) || f.ErrCode != 1107 {
+		t.Fatalf("revoked connection got %+v", f)
+	}
+	if code, text, _ := gone.expectClosed(5 * time.Second); code != ClosePolicyViolation || text != "session_invalid" {
+		t.Fatalf("close %d %q", code, text)
+	}
+	push := mustEncode(wire.Response{ReqIdentifier: wire.PushMsg})
+	if n := e.srv.PushToUser(context.Background(), "alice", push, ""); n != 1 {
+		t.Fatalf("push after revoke reached %d, want 1", n)
+	}
+	keep.next()
+	// Everything of a user, on every platform.
+	if n := e.srv.RevokeSession("alice", 0, ""); n != 1 {
+		t.Fatalf("revoke all: %d", n)
+	}
+	keep.expectClosed(5 * time.Second)
+	if e.srv.PushToUser(context.Background(), "bob", push, "") != 1 {
+		t.Fatal("bob lost his connection")
+	}
+	other.next()
+}
+
+// The periodic backstop notices a revocation that RevokeSession never saw.
+func TestRevocationBackstop(t *testing.T) {
+	cfg := testConfig()
+	cfg.PingInterval = 20 * time.Millisecond
+	cfg.PongWait = time.Minute
+	e := newEnv(t, cfg)
+	c := e.dial("alice", 5)
+	conn := e.srv.reg.conns("alice", nil)[0]
+	waitFor(t, 5*time.Second, "a token check", func() bool { return e.tokens.calls.Load() > 0 })
+	e.tokens.revoke(conn.jti)
+	var f frame
+	for f = c.next(); f.ReqIdentifier != wire.PushError; f = c.next() {
+	}
+	if f.reason() != string(wire.ReasonSessionInvalid) {
+		t.Fatalf("got %+v", f)
+	}
+	c.expectClosed(5 * time.Second)
+}
+
+func TestTokenExpiryWhileConnected(t *testing.T) {
+	e := newEnv(t, testConfig())
+	c := e.dialWith("alice", 5, time.Now().Add(300*time.Millisecond), dialOptions{})
+	f := c.next()
+	if f.ReqIdentifier != wire.PushError || f.reason() != string(wire.ReasonTokenExpired) || f.ErrMsg != "token_expired" {
+		t.Fatalf("got %+v", f)
+	}
+	if code, text, _ := c.expectClosed(5 * time.Second); code != ClosePolicyViolation || text != "token_expired" {
+		t.Fatalf("close %d %q", code, text)
+	}
+	waitFor(t, 5*time.Second, "unregistration", func() bool { return e.srv.ConnCount() == 0 })
+}
+
+func TestRateLimit(t *testing.T) {
+	cfg := testConfig()
+	cfg.RateLimit = 0.001 // no refill during the test
+	cfg.RateBurst = 3
+	cfg.LoginPolicy = configs.LoginMulti
+	e := newEnv(t, cfg)
+	installTestHandlers(e.srv)
+	c1 := e.dial("alice", 5)
+	c2 := e.dial("alice", 2) // shares alice's bucket
+	c1.request(reqEcho, "1", `{}`)
+	c1.request(reqEcho, "2", `{}`)
+	c1.next()
+	c1.next()
+	c2.request(reqEcho, "3", `{}`)
+	if f := c2.next(); f.MsgIncr != "3" || f.ErrCode != 0 {
+		t.Fatalf("third request: %+v", f)
+	}
+	c2.request(reqEcho, "4", `{}`)
+	f := c2.next()
+	if f.ReqIdentifier != wire.PushError || f.reason() != string(wire.ReasonTooManyRequests) || f.ErrCode != 1429 {
+		t.Fatalf("fourth request: %+v", f)
+	}
+	if code, text, _ := c2.expectClosed(5 * time.Second); code != ClosePolicyViolation || text != "too_many_requests" {
+		t.Fatalf("close %d %q", code, text)
+	}
+	// Another user has a bucket of their own.
+	b := e.dial("bob", 5)
+	b.request(reqEcho, "b", `{}`)
+	if f := b.next(); f.ErrCode != 0 {
+		t.Fatalf("bob: %+v", f)
+	}
+}

@@ -1,0 +1,234 @@
+package ws
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"sync/atomic"
+
+	"github.com/nexo-im/nexo/configs"
+	"golang.org/x/time/rate"
+)
+
+// Registry is how the rest of Nexo reaches connected users. The local
+// implementation is *Server (this process's connections); a multi-instance
+// one can route through a broker to every instance's local registry.
+//
+// Guarantees: no method blocks on a slow connection (a connection whose
+// queue is full is closed instead and not counted); frames pushed to one
+// connection from one goroutine arrive in push order; a connection removed
+// by a kick or a revocation receives nothing pushed after the removal.
+type Registry interface {
+	// PushToUser queues f to every connection of userID except the one with
+	// id exceptConn ("" excludes none) and returns how many accepted it.
+	PushToUser(ctx context.Context, userID string, f Frame, exceptConn string) int
+	// PushToUsers is PushToUser for each of userIDs, which must be distinct
+	// (a group's member list is); it stops early when ctx is done.
+	PushToUsers(ctx context.Context, userIDs []string, f Frame, exceptConn string) int
+	// PushToConn queues f to one connection of userID and reports whether it
+	// accepted it (false: gone, closing, or closed as a slow consumer).
+	PushToConn(ctx context.Context, userID, connID string, f Frame) bool
+	// Online reports whether userID has a connection here.
+	Online(userID string) bool
+	// ConnCount is the number of registered connections.
+	ConnCount() int
+}
+
+var _ Registry = (*Server)(nil)
+
+// userEntry holds one user's connections and what they share.
+type userEntry struct {
+	conns      []*Conn
+	limiter    *rate.Limiter // nil when ws.rate_limit is 0
+	presenceAt atomic.Int64  // Unix ns of the last presence write
+}
+
+const shardCount = 64
+
+type shard struct {
+	mu    sync.RWMutex
+	users map[string]*userEntry
+}
+
+// registry maps user_id -> connections, sharded so pushes to different
+// users rarely contend. It applies the login policy on add.
+type registry struct {
+	policy     string
+	newLimiter func() *rate.Limiter
+	seed       maphash.Seed
+	shards     [shardCount]shard
+	count      atomic.Int64
+}
+
+func newRegistry(policy string, newLimiter func() *rate.Limiter) *registry {
+	r := &registry{policy: policy, newLimiter: newLimiter, seed: maphash.MakeSeed()}
+	for i := range r.shards {
+		r.shards[i].users = make(map[string]*userEntry)
+	}
+	return r
+}
+
+func (r *registry) shard(userID string) *shard {
+	return &r.shards[maphash.String(r.seed, userID)%shardCount]
+}
+
+// displaces reports whether a new connection c pushes out old under the
+// login policy: single_per_platform kicks the same platform, single kicks
+// every other connection of the user, multi kicks none.
+func (r *registry) displaces(c, old *Conn) bool {
+	switch r.policy {
+	case configs.LoginMulti:
+		return false
+	case configs.LoginSingle:
+		return true
+	default:
+		return old.platformID == c.platformID
+	}
+}
+
+// add registers c and returns the connections it displaces, already
+// removed, so a kicked connection gets no push after c is visible.
+func (r *registry) add(c *Conn) (kicked []*Conn) {
+	sh := r.shard(c.userID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	u := sh.users[c.userID]
+	if u == nil {
+		u = &userEntry{limiter: r.newLimiter()}
+		sh.users[c.userID] = u
+	}
+	keep := make([]*Conn, 0, len(u.conns)+1)
+	for _, old := range u.conns {
+		if r.displaces(c, old) {
+			kicked = append(kicked, old)
+		} else {
+			keep = append(keep, old)
+		}
+	}
+	u.conns = append(keep, c)
+	c.user = u
+	r.count.Add(int64(1 - len(kicked)))
+	return kicked
+}
+
+// remove unregisters c (a no-op if a kick or revocation already did) and
+// reports whether the user has no connection left here.
+func (r *registry) remove(c *Conn) (last bool) {
+	sh := r.shard(c.userID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	u := sh.users[c.userID]
+	if u == nil {
+		return true
+	}
+	for i, x := range u.conns {
+		if x == c {
+			u.conns = append(u.conns[:i:i], u.conns[i+1:]...)
+			r.count.Add(-1)
+			break
+		}
+	}
+	if len(u.conns) == 0 {
+		delete(sh.users, c.userID)
+		return true
+	}
+	return false
+}
+
+// removeWhere unregisters and returns the user's connections matching pred.
+func (r *registry) removeWhere(userID string, pred func(*Conn) bool) (removed []*Conn) {
+	sh := r.shard(userID)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	u := sh.users[userID]
+	if u == nil {
+		return nil
+	}
+	keep := make([]*Conn, 0, len(u.conns))
+	for _, c := range u.conns {
+		if pred(c) {
+			removed = append(removed, c)
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	u.conns = keep
+	r.count.Add(-int64(len(removed)))
+	if len(keep) == 0 {
+		delete(sh.users, userID)
+	}
+	return removed
+}
+
+// conns appends the user's connections to dst.
+func (r *registry) conns(userID string, dst []*Conn) []*Conn {
+	sh := r.shard(userID)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	if u := sh.users[userID]; u != nil {
+		dst = append(dst, u.conns...)
+	}
+	return dst
+}
+
+// all returns every registered connection.
+func (r *registry) all() []*Conn {
+	var out []*Conn
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.RLock()
+		for _, u := range sh.users {
+			out = append(out, u.conns...)
+		}
+		sh.mu.RUnlock()
+	}
+	return out
+}
+
+func (r *registry) online(userID string) bool {
+	sh := r.shard(userID)
+	sh.mu.RLock()
+	defer sh.mu.RUnlock()
+	return sh.users[userID] != nil
+}
+
+// PushToUser implements Registry.
+func (s *Server) PushToUser(_ context.Context, userID string, f Frame, exceptConn string) int {
+	var buf [8]*Conn
+	n := 0
+	for _, c := range s.reg.conns(userID, buf[:0]) {
+		if c.id != exceptConn && c.Send(f) {
+			n++
+		}
+	}
+	return n
+}
+
+// PushToUsers implements Registry.
+func (s *Server) PushToUsers(ctx context.Context, userIDs []string, f Frame, exceptConn string) int {
+	n := 0
+	for i, u := range userIDs {
+		if i%256 == 255 && ctx.Err() != nil {
+			break
+		}
+		n += s.PushToUser(ctx, u, f, exceptConn)
+	}
+	return n
+}
+
+// PushToConn implements Registry.
+func (s *Server) PushToConn(_ context.Context, userID, connID string, f Frame) bool {
+	var buf [8]*Conn
+	for _, c := range s.reg.conns(userID, buf[:0]) {
+		if c.id == connID {
+			return c.Send(f)
+		}
+	}
+	return false
+}
+
+// Online implements Registry.
+func (s *Server) Online(userID string) bool { return s.reg.online(userID) }
+
+// ConnCount implements Registry.
+func (s *Server) ConnCount() int { return int(s.reg.count.Load()) }

@@ -1,0 +1,225 @@
+package ws
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/google/uuid"
+	"github.com/hertz-contrib/websocket"
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/time/rate"
+)
+
+// Authenticator checks a handshake token: signature, expiry and revocation.
+// It returns the token's user_id, platform_id, jti and expiry, or one of
+// domain.ErrTokenMissing, ErrTokenInvalid, ErrTokenExpired, ErrTokenRevoked
+// (wrapped or not); any other error is an outage (answered 5xx).
+type Authenticator interface {
+	Authenticate(ctx context.Context, token string) (userID string, platformID int, jti string, expiresAt time.Time, err error)
+}
+
+// TokenChecker reports whether a session (user, platform, jti) is still
+// active. The server asks it every ping interval as a backstop for
+// revocations that RevokeSession did not deliver (another instance's
+// logout); an error keeps the connection.
+type TokenChecker interface {
+	IsActive(ctx context.Context, userID string, platformID int, jti string) (bool, error)
+}
+
+// Presence records which users are online (store.Presence). MarkOnline sets
+// or refreshes the user's presence with its TTL; MarkOffline removes this
+// process's claim after the user's last connection here closed.
+type Presence interface {
+	MarkOnline(ctx context.Context, userID string) error
+	MarkOffline(ctx context.Context, userID string) error
+}
+
+// Deps are the server's collaborators. Auth is required; the rest are
+// optional (nil disables the token backstop, presence, metrics
+// registration, logging).
+type Deps struct {
+	Auth     Authenticator
+	Tokens   TokenChecker
+	Presence Presence
+	Logger   *slog.Logger
+	Metrics  prometheus.Registerer
+}
+
+// Server is the WebSocket gateway of one process: handshake handler,
+// dispatch table, sessions and the local connection registry.
+type Server struct {
+	cfg      configs.WS
+	auth     Authenticator
+	tokens   TokenChecker
+	presence Presence
+	log      *slog.Logger
+	metrics  *metrics
+	upgrader websocket.HertzUpgrader
+	reg      *registry
+	base     context.Context
+	stop     context.CancelFunc
+
+	hmu      sync.RWMutex
+	handlers map[int]HandlerFunc
+
+	mu       sync.Mutex
+	shutdown bool
+	sessions sync.WaitGroup
+}
+
+// Per-connection buffer sizes, chosen by BenchmarkIdleConnMemory
+// (docs/gateway.md): reads go through a small bufio buffer over the
+// transport's own buffering, and writes borrow a pooled buffer only while a
+// frame is being written, so an idle connection holds neither.
+const (
+	readBufferSize  = 1024
+	writeBufferSize = 4096
+)
+
+// New builds the gateway from its config section (already validated by
+// configs.Validate) and dependencies. It fails when Auth is missing or the
+// metrics cannot be registered.
+func New(cfg configs.WS, deps Deps) (*Server, error) {
+	if deps.Auth == nil {
+		return nil, errors.New("ws.New: Deps.Auth is required")
+	}
+	log := deps.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(deps.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	if deps.Presence != nil && cfg.PresenceTTL <= cfg.PingInterval {
+		log.Warn("ws.presence_ttl should exceed ws.ping_interval: presence is refreshed once per ping interval",
+			"presence_ttl", cfg.PresenceTTL, "ping_interval", cfg.PingInterval)
+	}
+	newLimiter := func() *rate.Limiter { return nil }
+	if cfg.RateLimit > 0 {
+		newLimiter = func() *rate.Limiter { return rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.RateBurst) }
+	}
+	s := &Server{
+		cfg:      cfg,
+		auth:     deps.Auth,
+		tokens:   deps.Tokens,
+		presence: deps.Presence,
+		log:      log,
+		metrics:  m,
+		reg:      newRegistry(cfg.LoginPolicy, newLimiter),
+		handlers: make(map[int]HandlerFunc),
+	}
+	s.base, s.stop = context.WithCancel(context.Background())
+	s.upgrader = websocket.HertzUpgrader{
+		ReadBufferSize:  readBufferSize,
+		WriteBufferSize: writeBufferSize,
+		WriteBufferPool: &sync.Pool{},
+		// Checked before the upgrade with ws.allowed_origins (originAllowed).
+		CheckOrigin: func(*app.RequestContext) bool { return true },
+		Error:       s.upgradeError,
+	}
+	return s, nil
+}
+
+// Handle registers h for reqIdentifier, replacing any earlier one. It is
+// safe to call while serving; register before mounting Handler so no
+// request meets unknown_request.
+func (s *Server) Handle(reqIdentifier int, h HandlerFunc) {
+	s.hmu.Lock()
+	defer s.hmu.Unlock()
+	s.handlers[reqIdentifier] = h
+}
+
+func (s *Server) handler(reqIdentifier int) HandlerFunc {
+	s.hmu.RLock()
+	defer s.hmu.RUnlock()
+	return s.handlers[reqIdentifier]
+}
+
+// RevokeSession closes the connections of userID whose token was revoked
+// (logout, or a newer login that replaced it): each gets a 3001
+// session_invalid frame and a close, and receives no push after this call.
+// platformID <= 0 matches every platform and jti "" every token, so
+// RevokeSession(u, 0, "") ends all of u's sessions here. It returns how many
+// connections it closed.
+func (s *Server) RevokeSession(userID string, platformID int, jti string) int {
+	revoked := s.reg.removeWhere(userID, func(c *Conn) bool {
+		return (platformID <= 0 || c.platformID == platformID) && (jti == "" || c.jti == jti)
+	})
+	for _, c := range revoked {
+		c.gateClose(wire.NewError(wire.ReasonSessionInvalid, "the session was revoked (logout or a newer login)"))
+	}
+	return len(revoked)
+}
+
+// kick closes a connection displaced by the login policy with a 2002
+// kicked frame; the registry already removed it.
+func (s *Server) kick(c *Conn) {
+	s.metrics.kicks.Inc()
+	e := wire.NewError(wire.ReasonKicked, fmt.Sprintf("a newer connection of this user took over (ws.login_policy %s)", s.cfg.LoginPolicy))
+	c.closeWith(string(e.Reason), mustEncode(errorResponse(wire.PushKick, "", "", e)), ClosePolicyViolation, string(e.Reason))
+	s.log.Debug("ws kicked", "conn_id", c.id, "user_id", c.userID, "platform_id", c.platformID)
+}
+
+// begin admits a session unless the server is shutting down.
+func (s *Server) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shutdown {
+		return false
+	}
+	s.sessions.Add(1)
+	return true
+}
+
+func (s *Server) shuttingDown() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shutdown
+}
+
+// Shutdown refuses new upgrades (503 server_busy), closes every connection
+// with 1001 going away, and waits until all sessions ended or ctx is done
+// (remaining connections are then closed at once and ctx's error returned).
+// Call it before closing Redis: sessions remove their presence on the way out.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	for _, c := range s.reg.all() {
+		c.closeWith("shutdown", Frame{}, CloseGoingAway, "server_shutdown")
+	}
+	done := make(chan struct{})
+	go func() {
+		s.sessions.Wait()
+		close(done)
+	}()
+	defer s.stop()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		for _, c := range s.reg.all() {
+			c.fail("shutdown")
+		}
+		return fmt.Errorf("ws shutdown: %w", ctx.Err())
+	}
+}
+
+func (s *Server) newConn(userID string, platformID int, jti string, expiresAt time.Time, operationID string) *Conn {
+	id, err := uuid.NewV7()
+	if err != nil { // only if the system's random source fails
+		id = uuid.New()
+	}
+	return &Conn{
+		s: s, id: id.String(), userID: userID, platformID: platformID, jti: jti,
+		expiresAt: expiresAt, operationID: operationID, ctx: context.Background(),
+	}
+}

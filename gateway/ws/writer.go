@@ -1,0 +1,167 @@
+package ws
+
+import (
+	"time"
+
+	"github.com/hertz-contrib/websocket"
+)
+
+// kind is what an outbound queue item writes.
+type kind uint8
+
+const (
+	kindData  kind = iota // a JSON text frame
+	kindPing              // a WebSocket ping
+	kindPong              // a WebSocket pong answering the client's ping
+	kindClose             // a WebSocket close frame; always the last item
+)
+
+// outbound is one queue item: a shared text frame or a control frame.
+type outbound struct {
+	kind    kind
+	frame   Frame
+	payload []byte // control frame payload
+}
+
+// pendingLocked counts the frames queued or being written.
+func (c *Conn) pendingLocked() int {
+	n := c.q.len()
+	if c.inflight {
+		n++
+	}
+	return n
+}
+
+// push queues it without blocking. A full queue (ws.send_queue frames
+// pending) closes the connection as a slow consumer: the publisher moves on
+// and the server holds no more than send_queue frames per connection.
+func (c *Conn) push(it outbound) bool {
+	c.mu.Lock()
+	if c.sealed {
+		c.mu.Unlock()
+		return false
+	}
+	if c.pendingLocked() >= c.s.cfg.SendQueue {
+		c.mu.Unlock()
+		c.slowConsumer("send queue full")
+		return false
+	}
+	c.q.push(it)
+	c.checkHighWaterLocked()
+	c.startWriterLocked()
+	c.mu.Unlock()
+	return true
+}
+
+// startWriterLocked starts the writer if none runs. The writer lives only
+// while frames are queued, so an idle connection costs no goroutine besides
+// its reader; the writing flag keeps it to one writer per connection.
+func (c *Conn) startWriterLocked() {
+	if c.writing || c.dead || c.t == nil {
+		return
+	}
+	c.writing = true
+	c.writer.Add(1)
+	go c.writeLoop()
+}
+
+// writeLoop writes queued items in order, each with ws.write_timeout as its
+// deadline, until the queue is empty. A failed write closes the connection
+// (the client reconnects and pulls).
+func (c *Conn) writeLoop() {
+	defer c.writer.Done()
+	for {
+		c.mu.Lock()
+		it, ok := c.q.pop()
+		if !ok || c.dead {
+			c.writing, c.inflight = false, false
+			c.mu.Unlock()
+			return
+		}
+		c.inflight = true
+		c.mu.Unlock()
+
+		err := c.write(it)
+
+		c.mu.Lock()
+		c.inflight = false
+		c.checkHighWaterLocked()
+		c.mu.Unlock()
+		if err != nil {
+			c.fail("write_error")
+			continue // the next iteration sees dead and exits
+		}
+		if it.kind == kindData {
+			c.s.metrics.framesOut.Inc()
+		}
+	}
+}
+
+func (c *Conn) write(it outbound) error {
+	deadline := time.Now().Add(c.s.cfg.WriteTimeout)
+	switch it.kind {
+	case kindPing:
+		return c.t.WriteControl(websocket.PingMessage, nil, deadline)
+	case kindPong:
+		return c.t.WriteControl(websocket.PongMessage, it.payload, deadline)
+	case kindClose:
+		return c.t.WriteControl(websocket.CloseMessage, it.payload, deadline)
+	default:
+		if err := c.t.SetWriteDeadline(deadline); err != nil {
+			return err
+		}
+		return c.t.WriteMessage(websocket.TextMessage, it.frame.data)
+	}
+}
+
+// checkHighWaterLocked arms a timer when the pending count rises above
+// ws.high_water and disarms it when it falls back; a connection that stays
+// above for ws.close_unwritable_after is closed (seed 001 §5.1).
+func (c *Conn) checkHighWaterLocked() {
+	above := c.pendingLocked() > c.s.cfg.HighWater
+	switch {
+	case above && c.hwTimer == nil && !c.dead:
+		c.hwGen++
+		gen := c.hwGen
+		c.hwTimer = time.AfterFunc(c.s.cfg.CloseUnwritableAfter, func() { c.unwritable(gen) })
+	case !above && c.hwTimer != nil:
+		c.stopHighWaterLocked()
+	}
+}
+
+func (c *Conn) stopHighWaterLocked() {
+	if c.hwTimer != nil {
+		c.hwTimer.Stop()
+		c.hwTimer = nil
+	}
+	c.hwGen++ // a timer that already fired finds a newer generation and does nothing
+}
+
+// unwritable runs when the high-water timer of generation gen fires.
+func (c *Conn) unwritable(gen uint64) {
+	c.mu.Lock()
+	stale := gen != c.hwGen
+	c.mu.Unlock()
+	if !stale {
+		c.slowConsumer("above high water for ws.close_unwritable_after")
+	}
+}
+
+// slowConsumer closes the connection at once: frames queued for it could
+// not be written in time, and queuing more would grow memory without bound.
+func (c *Conn) slowConsumer(why string) {
+	if c.fail("slow_consumer") {
+		c.s.metrics.slowCloses.Inc()
+		c.s.log.Info("ws slow consumer closed", "conn_id", c.id, "user_id", c.userID,
+			"platform_id", c.platformID, "why", why)
+	}
+}
+
+// formatClose builds a close frame payload; the text is cut to the 123
+// bytes a control frame leaves for it.
+func formatClose(code int, text string) []byte {
+	if len(text) > 123 {
+		text = text[:123]
+	}
+	return websocket.FormatCloseMessage(code, text)
+}

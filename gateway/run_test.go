@@ -1,8 +1,10 @@
 package gateway_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -25,7 +27,9 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := newEnv(t, func(d *gateway.Deps) { d.Listener = ln })
+	// A shutdown timeout far above what the test waits: an idle keep-alive
+	// connection must be closed at once, not waited for.
+	e := newEnv(t, func(d *gateway.Deps) { d.Listener = ln; d.HTTP.ShutdownTimeout = time.Minute })
 	entered, release := make(chan struct{}), make(chan struct{})
 	e.srv.Route("GET", "/slow", func(ctx context.Context, c *app.RequestContext) {
 		close(entered)
@@ -77,6 +81,21 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		t.Fatalf("body far over the limit: %d %s", code, body)
 	}
 
+	// An idle keep-alive connection: one request answered, nothing since.
+	idle, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	if _, err := io.WriteString(idle, "GET /healthz HTTP/1.1\r\nHost: t\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	idleResp, err := http.ReadResponse(bufio.NewReader(idle), nil)
+	if err != nil || idleResp.StatusCode != 200 || idleResp.Close {
+		t.Fatalf("keep-alive request: %v %v", idleResp, err)
+	}
+	_ = idleResp.Body.Close()
+
 	// Shutdown with a request in flight.
 	slow := make(chan string, 1)
 	go func() {
@@ -101,6 +120,12 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 			t.Fatal("listener still accepting 5s after shutdown began")
 		}
 		time.Sleep(5 * time.Millisecond) // polling interval
+	}
+	// The idle connection is closed by the server while the slow request
+	// still runs (well within the minute-long shutdown timeout).
+	_ = idle.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if n, err := idle.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
+		t.Fatalf("idle keep-alive connection during shutdown: read %d, %v; want EOF", n, err)
 	}
 	select {
 	case err := <-runErr:

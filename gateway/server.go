@@ -68,6 +68,7 @@ type Server struct {
 	deps   Deps
 	log    *slog.Logger
 	authMW app.HandlerFunc
+	conns  *connTracker
 }
 
 // readyTimeout bounds each /readyz ping.
@@ -99,8 +100,12 @@ func NewServer(d Deps) (*Server, error) {
 	// connections is unsafe with it (see its README and LIBRARY-NOTES).
 	h.NoHijackConnPool = true
 
-	s := &Server{h: h, deps: d, log: d.Logger, authMW: auth.Middleware(d.Verifier, d.Logger)}
-	h.Use(s.recoverPanics, s.accessLog)
+	s := &Server{
+		h: h, deps: d, log: d.Logger,
+		authMW: auth.Middleware(d.Verifier, d.Logger),
+		conns:  newConnTracker(h.GetOptions().IdleTimeout),
+	}
+	h.Use(s.conns.middleware, s.recoverPanics, s.accessLog)
 	h.NoRoute(func(ctx context.Context, c *app.RequestContext) {
 		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path())))
 	})
@@ -158,7 +163,23 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.HTTP.ShutdownTimeout)
 	defer cancel()
+	// Close idle keep-alive connections while Shutdown waits: now, and again
+	// as in-flight requests finish (see connTracker).
+	closerDone := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			s.conns.closeIdle()
+			select {
+			case <-closerDone:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
 	err := s.h.Shutdown(shutdownCtx)
+	close(closerDone)
 	<-errc
 	if err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("http shutdown: %w", err)

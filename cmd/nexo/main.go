@@ -1,0 +1,170 @@
+// Command nexo is Nexo's single binary: `nexo serve` (the default) runs the
+// server, `nexo migrate` applies database migrations, `nexo version` prints
+// build information. Global flags come before the command:
+//
+//	nexo [--config PATH] [serve|migrate|version] [flags]
+//
+// Exit status: 0 on success, 2 for a usage or configuration error (the
+// message names the offending key), 1 when the server or a migration fails.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/cloudwego/hertz/pkg/common/hlog"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway"
+)
+
+// defaultConfigPath is read when --config is not given and the file exists
+// in the working directory; otherwise the built-in defaults apply.
+const defaultConfigPath = "configs/nexo.yaml"
+
+// Exit statuses.
+const (
+	exitOK      = 0
+	exitFailure = 1
+	exitUsage   = 2
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := cli(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Environ())
+	stop()
+	os.Exit(code)
+}
+
+// command is one subcommand.
+type command struct {
+	name, summary string
+	// run gets the loaded configuration; the version command needs none.
+	run       func(ctx context.Context, cfg configs.Config, logger *slog.Logger, stdout io.Writer) error
+	needsConf bool
+}
+
+func commands() []command {
+	return []command{
+		{"serve", "run the server (the default command)", serveCmd, true},
+		{"migrate", "apply database migrations and print the versions applied", migrateCmd, true},
+		{"version", "print version, commit and Go version", func(_ context.Context, _ configs.Config, _ *slog.Logger, w io.Writer) error {
+			_, err := fmt.Fprintln(w, versionString())
+			return err
+		}, false},
+	}
+}
+
+// cli runs nexo with args (without the program name) and returns the exit
+// status. environ replaces os.Environ for configuration overrides.
+func cli(ctx context.Context, args []string, stdout, stderr io.Writer, environ []string) int {
+	global := flag.NewFlagSet("nexo", flag.ContinueOnError)
+	global.SetOutput(stderr)
+	configPath := global.String("config", "", "configuration file (default: "+defaultConfigPath+" if it exists, else built-in defaults)")
+	global.Usage = func() { usage(global) }
+	if err := global.Parse(args); err != nil {
+		return helpOrUsage(err)
+	}
+	rest := global.Args()
+	name := "serve"
+	if len(rest) > 0 {
+		name, rest = rest[0], rest[1:]
+	}
+	if name == "help" {
+		global.SetOutput(stdout)
+		usage(global)
+		return exitOK
+	}
+	var cmd *command
+	for _, c := range commands() {
+		if c.name == name {
+			cmd = &c
+		}
+	}
+	if cmd == nil {
+		fmt.Fprintf(stderr, "nexo: unknown command %q\n\n", name)
+		usage(global)
+		return exitUsage
+	}
+
+	fs := flag.NewFlagSet("nexo "+cmd.name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	if cmd.needsConf {
+		fs.StringVar(configPath, "config", *configPath, "configuration file (same as the global flag)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: nexo [--config PATH] %s [flags]\n\n%s.\n", cmd.name, cmd.summary)
+		if cmd.needsConf {
+			fmt.Fprintf(fs.Output(), "\nEnvironment overrides every key: %s (e.g. NEXO_HTTP_ADDR for http.addr); see %s.\n\nFlags:\n", configs.EnvName("section.key"), defaultConfigPath)
+			fs.PrintDefaults()
+		}
+	}
+	if err := fs.Parse(rest); err != nil {
+		return helpOrUsage(err)
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "nexo %s: unexpected arguments %q\n", cmd.name, fs.Args())
+		return exitUsage
+	}
+
+	var cfg configs.Config
+	logger := slog.New(slog.NewTextHandler(stderr, nil))
+	if cmd.needsConf {
+		var err error
+		cfg, err = loadConfig(*configPath, environ)
+		if err != nil {
+			fmt.Fprintf(stderr, "nexo: %v\n", err)
+			return exitUsage
+		}
+		logger = newLogger(cfg.Log, stderr)
+	}
+	if err := cmd.run(ctx, cfg, logger, stdout); err != nil {
+		logger.Error("nexo "+cmd.name+" failed", "err", err)
+		return exitFailure
+	}
+	return exitOK
+}
+
+func helpOrUsage(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+func usage(global *flag.FlagSet) {
+	w := global.Output()
+	fmt.Fprintf(w, "Nexo, an MQ-first instant-messaging server.\n\nUsage: nexo [--config PATH] [command] [flags]\n\nCommands:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintf(w, "\nGlobal flags:\n")
+	global.PrintDefaults()
+	fmt.Fprintf(w, "\nRun `nexo COMMAND --help` for a command's flags.\n")
+}
+
+// loadConfig resolves the configuration file and loads it (see
+// configs.Load). An explicit path must exist; without one, configs/nexo.yaml
+// is used when present.
+func loadConfig(path string, environ []string) (configs.Config, error) {
+	if path == "" {
+		if _, err := os.Stat(defaultConfigPath); err == nil {
+			path = defaultConfigPath
+		}
+	}
+	return configs.Load(path, environ)
+}
+
+// serveCmd runs the server until ctx is cancelled (SIGINT, SIGTERM).
+func serveCmd(ctx context.Context, cfg configs.Config, logger *slog.Logger, _ io.Writer) error {
+	// Hertz's logger is process-wide: install it before any server exists.
+	hlog.SetLogger(gateway.HertzLogger(logger))
+	return run(ctx, cfg, logger)
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/store/storetest"
+)
+
+// startApp builds the app for cfg and runs it until the test ends; it
+// returns the base URL, the log output and a function that stops the app
+// and returns run's error.
+func startApp(t *testing.T, cfg configs.Config) (base string, logs *syncBuffer, stop func() error) {
+	t.Helper()
+	logs = &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	ctx, cancel := context.WithCancel(context.Background())
+	a, err := newApp(ctx, cfg, logger)
+	if err != nil {
+		cancel()
+		t.Fatalf("newApp: %v\nlogs:\n%s", err, logs)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.run(ctx) }()
+	var once bool
+	var runErr error
+	stop = func() error {
+		if !once {
+			once = true
+			cancel()
+			runErr = <-done
+		}
+		return runErr
+	}
+	t.Cleanup(func() { _ = stop() })
+	return "http://" + a.listener.Addr().String(), logs, stop
+}
+
+// call sends a JSON request and decodes the envelope.
+func call(t *testing.T, method, url, body, token string) (int, map[string]any) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var env map[string]any
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("%s %s: %d %q is not an envelope", method, url, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, env
+}
+
+func dataField(env map[string]any, key string) string {
+	d, _ := env["data"].(map[string]any)
+	return fmt.Sprint(d[key])
+}
+
+// smoke checks health and a register → login → info → logout round trip.
+func smoke(t *testing.T, base string) {
+	t.Helper()
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if code, env := call(t, "GET", base+path, "", ""); code != 200 || env["err_code"] != 0.0 {
+			t.Fatalf("%s: %d %v", path, code, env)
+		}
+	}
+	if code, env := call(t, "POST", base+"/user/register", `{"user_id":"smoke","nickname":"S","password":"12345678"}`, ""); code != 200 {
+		t.Fatalf("register: %d %v", code, env)
+	}
+	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"smoke","password":"12345678","platform_id":5}`, "")
+	token := dataField(env, "token")
+	if code != 200 || token == "" {
+		t.Fatalf("login: %d %v", code, env)
+	}
+	if code, env := call(t, "GET", base+"/user/info", "", token); code != 200 || dataField(env, "user_id") != "smoke" {
+		t.Fatalf("info: %d %v", code, env)
+	}
+	if code, env := call(t, "POST", base+"/auth/logout", "", token); code != 200 {
+		t.Fatalf("logout: %d %v", code, env)
+	}
+	if code, env := call(t, "GET", base+"/user/info", "", token); code != 401 || env["err_msg"] != "token_revoked" {
+		t.Fatalf("info after logout: %d %v", code, env)
+	}
+}
+
+func embeddedConfig(t *testing.T) configs.Config {
+	cfg := configs.Default()
+	cfg.HTTP.Addr = "127.0.0.1:0"
+	cfg.SQLite.Path = filepath.Join(t.TempDir(), "data", "nexo.db")
+	cfg.Auth.BcryptCost = 4
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Embedded() {
+		t.Fatal("want the embedded default")
+	}
+	return cfg
+}
+
+// TestServeEmbedded: with no DSN and no Redis address, the process runs on
+// an SQLite file and the in-process Redis, says so, and serves.
+func TestServeEmbedded(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	base, logs, stop := startApp(t, cfg)
+	smoke(t, base)
+	for _, want := range []string{"embedded development mode", "not for production", "lost at exit",
+		"jwt.secret is empty", "tokens will not survive a restart", "schema ready"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	if _, err := os.Stat(cfg.SQLite.Path); err != nil {
+		t.Fatalf("sqlite file: %v", err)
+	}
+	if !strings.Contains(logs.String(), "stopped") {
+		t.Errorf("no clean stop in the logs:\n%s", logs)
+	}
+}
+
+// TestServeMySQLRedis: with mysql.dsn and redis.addr set, the same process
+// runs on MariaDB and the real Redis.
+func TestServeMySQLRedis(t *testing.T) {
+	t.Parallel()
+	cfg := configs.Default()
+	cfg.HTTP.Addr = "127.0.0.1:0"
+	cfg.MySQL.DSN = storetest.MySQLDSN(t)
+	rdb, prefix := storetest.Redis(t)
+	cfg.Redis.Addr = rdb.Options().Addr
+	cfg.Redis.KeyPrefix = prefix
+	cfg.JWT.Secret = validSecret
+	cfg.Auth.BcryptCost = 4
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	base, logs, stop := startApp(t, cfg)
+	smoke(t, base)
+	if strings.Contains(logs.String(), "embedded development mode") {
+		t.Errorf("embedded mode logged with a DSN set:\n%s", logs)
+	}
+	// The token record went to the real Redis under the configured prefix.
+	if n := rdb.Exists(context.Background(), prefix+":token:smoke:5").Val(); n != 0 {
+		t.Errorf("token record still present after logout")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("run: %v", err)
+	}
+}
+
+// TestStartFailsCleanly: a port in use stops start-up with an error naming
+// http.addr, and releases what was opened.
+func TestStartFailsCleanly(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	base, _, _ := startApp(t, cfg) // holds a port
+	cfg2 := embeddedConfig(t)
+	cfg2.HTTP.Addr = strings.TrimPrefix(base, "http://")
+	_, err := newApp(context.Background(), cfg2, slog.New(slog.DiscardHandler))
+	if err == nil || !strings.Contains(err.Error(), "http.addr") {
+		t.Fatalf("newApp on a used port: %v, want an error naming http.addr", err)
+	}
+}

@@ -23,6 +23,7 @@ type Config struct {
 	Msg      Msg      `koanf:"msg"`
 	Push     Push     `koanf:"push"`
 	Admin    Admin    `koanf:"admin"`
+	Group    Group    `koanf:"group"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -186,6 +187,63 @@ type Admin struct {
 	Token string `koanf:"token"`
 }
 
+// Group configures group chat: management rules, the member cache, the
+// management lock and the fanout strategy (docs/groups.md).
+type Group struct {
+	// MinCreateMembers is the least number of distinct users (creator
+	// included) a new group needs; two people use single chat.
+	MinCreateMembers int `koanf:"min_create_members"`
+	// InvitePermission is who may invite: "members" (any member) or
+	// "admins" (owner and admins).
+	InvitePermission string `koanf:"invite_permission"`
+	// MaxIDsPerRequest caps member_ids / user_ids of one request.
+	MaxIDsPerRequest int `koanf:"max_ids_per_request"`
+	// MemberCacheTTL is the lifetime of the Redis member cache
+	// group:members:{group_id}; every membership change invalidates it.
+	MemberCacheTTL time.Duration `koanf:"member_cache_ttl"`
+	// LocalCacheTTL bounds how long a process keeps a decoded member list;
+	// each use still checks the Redis version, so a change is seen at once.
+	LocalCacheTTL time.Duration `koanf:"local_cache_ttl"`
+	// LocalCacheSize is how many groups a process keeps decoded.
+	LocalCacheSize int `koanf:"local_cache_size"`
+	// LockTTL is how long a management operation may hold its group's lock.
+	LockTTL time.Duration `koanf:"lock_ttl"`
+	// LockWait is how long an operation waits for the lock before server_busy.
+	LockWait time.Duration `koanf:"lock_wait"`
+	// Push is the fanout strategy.
+	Push GroupPush `koanf:"push"`
+}
+
+// GroupPush chooses how a group message reaches online members (seed
+// design 001 §5.2).
+type GroupPush struct {
+	// Mode is push (message body, 2001), notify (2102, clients pull), none,
+	// or auto (thresholds below).
+	Mode string `koanf:"mode"`
+	// GroupSizeThreshold: auto picks notify at this many members.
+	GroupSizeThreshold int `koanf:"group_size_threshold"`
+	// OnlineUserThreshold: auto picks notify at this many online members.
+	OnlineUserThreshold int `koanf:"online_user_threshold"`
+	// NotifyMaxOnlineUser: auto pushes nothing at this many online members.
+	NotifyMaxOnlineUser int `koanf:"notify_max_online_user"`
+	// HugeGroupNoNotifySize: auto pushes nothing at this many members.
+	HugeGroupNoNotifySize int `koanf:"huge_group_no_notify_size"`
+	// Workers bounds the goroutines that push one message's frames.
+	Workers int `koanf:"workers"`
+}
+
+// Group push modes (group.push.mode) and invite permissions
+// (group.invite_permission).
+const (
+	GroupPushAuto   = "auto"
+	GroupPushPush   = "push"
+	GroupPushNotify = "notify"
+	GroupPushNone   = "none"
+
+	InviteByMembers = "members"
+	InviteByAdmins  = "admins"
+)
+
 // Embedded reports whether the configuration selects the embedded default
 // (SQLite file and in-process Redis): neither a DSN nor a Redis address set.
 func (c *Config) Embedded() bool { return c.MySQL.DSN == "" && c.Redis.Addr == "" }
@@ -219,5 +277,14 @@ func Default() Config {
 		Seq:  Seq{LeaseBlock: 1000},
 		Msg:  Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute},
 		Push: Push{QueueSize: 65536, Workers: 4},
+		Group: Group{
+			MinCreateMembers: 3, InvitePermission: InviteByMembers, MaxIDsPerRequest: 2000,
+			MemberCacheTTL: 5 * time.Minute, LocalCacheTTL: 30 * time.Second, LocalCacheSize: 10000,
+			LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
+			Push: GroupPush{
+				Mode: GroupPushAuto, GroupSizeThreshold: 2000, OnlineUserThreshold: 500,
+				NotifyMaxOnlineUser: 2000, HugeGroupNoNotifySize: 10000, Workers: 8,
+			},
+		},
 	}
 }

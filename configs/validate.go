@@ -67,6 +67,20 @@ func (c *Config) Validate() error {
 		{c.Msg.RevokeWindow >= 0, "msg.revoke_window", "must be >= 0"},
 		{c.Push.QueueSize >= 1, "push.queue_size", "must be >= 1"},
 		{c.Push.Workers >= 1, "push.workers", "must be >= 1"},
+		{c.Group.MinCreateMembers >= 2, "group.min_create_members", "must be >= 2"},
+		{oneOf(c.Group.InvitePermission, InviteByMembers, InviteByAdmins), "group.invite_permission", "allowed: members, admins"},
+		{c.Group.MaxIDsPerRequest >= c.Group.MinCreateMembers, "group.max_ids_per_request", "must be >= group.min_create_members"},
+		{c.Group.MemberCacheTTL >= time.Second, "group.member_cache_ttl", "must be >= 1s"},
+		{c.Group.LocalCacheTTL >= 0, "group.local_cache_ttl", "must be >= 0 (0 keeps nothing locally)"},
+		{c.Group.LocalCacheSize >= 1, "group.local_cache_size", "must be >= 1"},
+		{c.Group.LockTTL >= time.Second, "group.lock_ttl", "must be >= 1s"},
+		{c.Group.LockWait > 0, "group.lock_wait", "must be > 0"},
+		{oneOf(c.Group.Push.Mode, GroupPushAuto, GroupPushPush, GroupPushNotify, GroupPushNone), "group.push.mode", "allowed: auto, push, notify, none"},
+		{c.Group.Push.GroupSizeThreshold >= 1, "group.push.group_size_threshold", "must be >= 1"},
+		{c.Group.Push.OnlineUserThreshold >= 1, "group.push.online_user_threshold", "must be >= 1"},
+		{c.Group.Push.NotifyMaxOnlineUser >= c.Group.Push.OnlineUserThreshold, "group.push.notify_max_online_user", "must be >= group.push.online_user_threshold"},
+		{c.Group.Push.HugeGroupNoNotifySize >= c.Group.Push.GroupSizeThreshold, "group.push.huge_group_no_notify_size", "must be >= group.push.group_size_threshold"},
+		{c.Group.Push.Workers >= 1, "group.push.workers", "must be >= 1"},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

@@ -37,7 +37,11 @@ type component struct {
 // components to run. newApp builds it step by step; each step may use what
 // earlier steps set and registers its own components with add.
 type app struct {
+	// cfg is the configuration as the process uses it: in embedded mode
+	// redis.addr points at the in-process Redis and jwt.secret may have been
+	// generated.
 	cfg        configs.Config
+	embedded   bool
 	log        *slog.Logger
 	components []component
 
@@ -72,7 +76,7 @@ func run(ctx context.Context, cfg configs.Config, logger *slog.Logger) error {
 
 // newApp builds every component. On error it releases what it had built.
 func newApp(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*app, error) {
-	a := &app{cfg: cfg, log: logger}
+	a := &app{cfg: cfg, embedded: cfg.Embedded(), log: logger}
 	steps := []struct {
 		name  string
 		build func(ctx context.Context) error
@@ -109,7 +113,7 @@ func (a *app) run(ctx context.Context) error {
 			return nil
 		})
 	}
-	a.log.Info("nexo started", "addr", a.listener.Addr().String(), "embedded", a.cfg.Embedded())
+	a.log.Info("nexo started", "addr", a.listener.Addr().String(), "embedded", a.embedded)
 	err := g.Wait()
 	a.log.Info("shutting down")
 	a.stopAll()
@@ -140,7 +144,7 @@ func (a *app) stopAll() {
 // when mysql.dsn is set, else the embedded default (an SQLite file and an
 // in-process Redis).
 func (a *app) openStorage(ctx context.Context) error {
-	if a.cfg.Embedded() {
+	if a.embedded {
 		if err := a.startEmbedded(ctx); err != nil {
 			return err
 		}

@@ -123,7 +123,7 @@ func TestServeEmbedded(t *testing.T) {
 	cfg := embeddedConfig(t)
 	base, logs, stop := startApp(t, cfg)
 	smoke(t, base)
-	for _, want := range []string{"embedded development mode", "not for production", "lost at exit",
+	for _, want := range []string{"embedded development mode", "not for production", "lost at exit", "embedded=true",
 		"jwt.secret is empty", "tokens will not survive a restart", "schema ready"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("logs lack %q:\n%s", want, logs)

@@ -115,7 +115,7 @@ func (c *Conn) isSealed() bool {
 // gateClose sends the gate error e as a 3001 frame and closes the
 // connection with 1008 and the reason as close text.
 func (c *Conn) gateClose(e *wire.Error) {
-	c.closeWith(string(e.Reason), mustEncode(errorResponse(wire.PushError, "", "", e)), ClosePolicyViolation, string(e.Reason))
+	c.closeWith(string(e.Reason), errorFrame(e), ClosePolicyViolation, string(e.Reason))
 }
 
 // closeWith queues f (if any) and a close frame with code and text, then

@@ -53,6 +53,17 @@ func errorResponse(reqIdentifier int, msgIncr, operationID string, e *wire.Error
 	}
 }
 
+// errorFrame is a 3001 error push: a gate error before the close, or an
+// error not tied to a request (a binary frame).
+func errorFrame(e *wire.Error) Frame { return mustEncode(errorResponse(wire.PushError, "", "", e)) }
+
+// kickFrame is the 2002 frame a connection displaced by the login policy
+// gets before the close.
+func kickFrame(policy string) Frame {
+	e := wire.NewError(wire.ReasonKicked, "a newer connection of this user took over (ws.login_policy "+policy+")")
+	return mustEncode(errorResponse(wire.PushKick, "", "", e))
+}
+
 // mustEncode encodes a frame built from our own types, which cannot fail;
 // a failure is a programming error surfaced as a panic in tests.
 func mustEncode(r wire.Response) Frame {

@@ -61,7 +61,12 @@ func (c *Conn) onPingTick() {
 
 // onExpired closes the connection when its token expires.
 func (c *Conn) onExpired() {
-	c.gateClose(wire.NewError(wire.ReasonTokenExpired, "the token expired; reconnect with a fresh one"))
+	c.gateClose(tokenExpired())
+}
+
+// tokenExpired is the gate error of a token that expired while connected.
+func tokenExpired() *wire.Error {
+	return wire.NewError(wire.ReasonTokenExpired, "the token expired; reconnect with a fresh one")
 }
 
 // markOnline records the user's presence when a connection registers.

@@ -163,8 +163,7 @@ func (s *Server) RevokeSession(userID string, platformID int, jti string) int {
 // kicked frame; the registry already removed it.
 func (s *Server) kick(c *Conn) {
 	s.metrics.kicks.Inc()
-	e := wire.NewError(wire.ReasonKicked, fmt.Sprintf("a newer connection of this user took over (ws.login_policy %s)", s.cfg.LoginPolicy))
-	c.closeWith(string(e.Reason), mustEncode(errorResponse(wire.PushKick, "", "", e)), ClosePolicyViolation, string(e.Reason))
+	c.closeWith(string(wire.ReasonKicked), kickFrame(s.cfg.LoginPolicy), ClosePolicyViolation, string(wire.ReasonKicked))
 	s.log.Debug("ws kicked", "conn_id", c.id, "user_id", c.userID, "platform_id", c.platformID)
 }
 

@@ -102,8 +102,7 @@ func (c *Conn) readLoop() string {
 		switch {
 		case int64(buf.Len()) > limit:
 			e := wire.NewError(wire.ReasonBodyTooLong, fmt.Sprintf("frame exceeds ws.read_limit (%d bytes)", limit))
-			c.closeWith(string(e.Reason), mustEncode(errorResponse(wire.PushError, "", "", e)),
-				CloseMessageTooBig, string(e.Reason))
+			c.closeWith(string(e.Reason), errorFrame(e), CloseMessageTooBig, string(e.Reason))
 		case c.isSealed():
 			// Closing: keep reading only to see the client's close frame.
 		default:
@@ -121,7 +120,7 @@ func (c *Conn) handleFrame(mt int, msg []byte) {
 	}
 	if mt != websocket.TextMessage {
 		e := wire.NewError(wire.ReasonBadRequest, "binary frames are not supported; send JSON text frames")
-		c.Send(mustEncode(errorResponse(wire.PushError, "", "", e)))
+		c.Send(errorFrame(e))
 		return
 	}
 	if bytes.Equal(msg, appPing) {

@@ -49,3 +49,22 @@ func TestPasswords(t *testing.T) {
 		t.Fatal("cost 3: want an error")
 	}
 }
+
+// BenchmarkPasswordCheck measures one login's password check at the
+// default cost (auth.bcrypt_cost = 10): the CPU price of every login and of
+// every failed attempt.
+func BenchmarkPasswordCheck(b *testing.B) {
+	p, err := auth.NewPasswords(10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := p.Hash("correct horse battery staple")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if err := p.Check(h, "correct horse battery staple"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -114,7 +114,9 @@ func splitList(v string) []string {
 // errKey is returned by Validate: it names the key and the allowed values.
 type errKey struct{ key, msg string }
 
-func (e errKey) Error() string { return fmt.Sprintf("config %s (%s): %s", e.key, EnvName(e.key), e.msg) }
+func (e errKey) Error() string {
+	return fmt.Sprintf("config %s (%s): %s", e.key, EnvName(e.key), e.msg)
+}
 
 // IsInvalid reports whether err came from validation.
 func IsInvalid(err error) bool {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/cloudwego/hertz/pkg/common/hlog"
 
+	"github.com/nexo-im/nexo/cmd/app"
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
 )
@@ -166,5 +167,9 @@ func loadConfig(path string, environ []string) (configs.Config, error) {
 func serveCmd(ctx context.Context, cfg configs.Config, logger *slog.Logger, _ io.Writer) error {
 	// Hertz's logger is process-wide: install it before any server exists.
 	hlog.SetLogger(gateway.HertzLogger(logger))
-	return run(ctx, cfg, logger)
+	a, err := app.New(ctx, cfg, logger)
+	if err != nil {
+		return err
+	}
+	return a.Run(ctx)
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -20,18 +20,18 @@ import (
 // startApp builds the app for cfg and runs it until the test ends; it
 // returns the base URL, the log output and a function that stops the app
 // and returns run's error.
-func startApp(t *testing.T, cfg configs.Config) (base string, logs *syncBuffer, stop func() error) {
+func startApp(t *testing.T, cfg configs.Config) (base string, logs *storetest.LogBuffer, stop func() error) {
 	t.Helper()
-	logs = &syncBuffer{}
+	logs = &storetest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := newApp(ctx, cfg, logger)
+	a, err := New(ctx, cfg, logger)
 	if err != nil {
 		cancel()
-		t.Fatalf("newApp: %v\nlogs:\n%s", err, logs)
+		t.Fatalf("New: %v\nlogs:\n%s", err, logs)
 	}
 	done := make(chan error, 1)
-	go func() { done <- a.run(ctx) }()
+	go func() { done <- a.Run(ctx) }()
 	var once bool
 	var runErr error
 	stop = func() error {
@@ -177,8 +177,8 @@ func TestStartFailsCleanly(t *testing.T) {
 	base, _, _ := startApp(t, cfg) // holds a port
 	cfg2 := embeddedConfig(t)
 	cfg2.HTTP.Addr = strings.TrimPrefix(base, "http://")
-	_, err := newApp(context.Background(), cfg2, slog.New(slog.DiscardHandler))
+	_, err := New(context.Background(), cfg2, slog.New(slog.DiscardHandler))
 	if err == nil || !strings.Contains(err.Error(), "http.addr") {
-		t.Fatalf("newApp on a used port: %v, want an error naming http.addr", err)
+		t.Fatalf("New on a used port: %v, want an error naming http.addr", err)
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"log/slog"
@@ -36,7 +36,7 @@ func TestOpenAPIMatchesWiredServer(t *testing.T) {
 		}
 	}
 
-	a, err := newApp(t.Context(), embeddedConfig(t), slog.New(slog.DiscardHandler))
+	a, err := New(t.Context(), embeddedConfig(t), slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -249,4 +249,3 @@ func (a *App) buildGateway(context.Context) error {
 	}})
 	return nil
 }
-

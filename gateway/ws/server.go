@@ -79,7 +79,7 @@ type Server struct {
 // transport's own buffering, and writes borrow a pooled buffer only while a
 // frame is being written, so an idle connection holds neither.
 const (
-	readBufferSize  = 1024
+	readBufferSize  = 256
 	writeBufferSize = 4096
 )
 

@@ -14,12 +14,15 @@ import (
 	"net"
 	"slices"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
 )
 
@@ -59,6 +62,9 @@ type App struct {
 
 	listener net.Listener
 	server   *gateway.Server
+	ws       *ws.Server
+	mode     *chat.Mode
+	metrics  *prometheus.Registry
 	// onLogout is handed to the gateway; a step that owns live sessions
 	// (the WebSocket hub) sets it before buildGateway runs.
 	onLogout func(userID string, platformID int, jti string)
@@ -67,7 +73,7 @@ type App struct {
 // New builds every component from cfg (already validated). On error it
 // releases what it had built; the error names the step that failed.
 func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, error) {
-	a := &App{cfg: cfg, embedded: cfg.Embedded(), log: logger}
+	a := &App{cfg: cfg, embedded: cfg.Embedded(), log: logger, metrics: newRegistry()}
 	steps := []struct {
 		name  string
 		build func(ctx context.Context) error
@@ -75,7 +81,10 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 		{"storage", a.openStorage},
 		{"migrations", a.migrate},
 		{"auth", a.buildAuth},
+		{"websocket", a.buildWebSocket},
 		{"gateway", a.buildGateway},
+		{"messaging", a.buildMessaging},
+		{"observability", a.buildObservability},
 	}
 	for _, s := range steps {
 		if err := s.build(ctx); err != nil {

@@ -48,7 +48,7 @@ func main() {
 type command struct {
 	name, summary string
 	// run gets the loaded configuration; the version command needs none.
-	run       func(ctx context.Context, cfg configs.Config, logger *slog.Logger, stdout io.Writer) error
+	run       func(ctx context.Context, inv invocation) error
 	needsConf bool
 }
 
@@ -56,8 +56,8 @@ func commands() []command {
 	return []command{
 		{"serve", "run the server (the default command)", serveCmd, true},
 		{"migrate", "apply database migrations and print the versions applied", migrateCmd, true},
-		{"version", "print version, commit and Go version", func(_ context.Context, _ configs.Config, _ *slog.Logger, w io.Writer) error {
-			_, err := fmt.Fprintln(w, versionString())
+		{"version", "print version, commit and Go version", func(_ context.Context, inv invocation) error {
+			_, err := fmt.Fprintln(inv.stdout, versionString())
 			return err
 		}, false},
 	}
@@ -126,7 +126,8 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 		}
 		logger = newLogger(cfg.Log, stderr)
 	}
-	if err := cmd.run(ctx, cfg, logger, stdout); err != nil {
+	reload := func() (configs.Config, error) { return loadConfig(*configPath, environ) }
+	if err := cmd.run(ctx, invocation{cfg: cfg, logger: logger, stdout: stdout, reload: reload}); err != nil {
 		logger.Error("nexo "+cmd.name+" failed", "err", err)
 		return exitFailure
 	}
@@ -163,13 +164,43 @@ func loadConfig(path string, environ []string) (configs.Config, error) {
 	return configs.Load(path, environ)
 }
 
-// serveCmd runs the server until ctx is cancelled (SIGINT, SIGTERM).
-func serveCmd(ctx context.Context, cfg configs.Config, logger *slog.Logger, _ io.Writer) error {
+// invocation is what a command gets: the loaded configuration (zero for
+// commands that need none), the logger, stdout, and a way to load the
+// configuration again (SIGHUP).
+type invocation struct {
+	cfg    configs.Config
+	logger *slog.Logger
+	stdout io.Writer
+	reload func() (configs.Config, error)
+}
+
+// serveCmd runs the server until ctx is cancelled (SIGINT, SIGTERM). SIGHUP
+// reloads the configuration and applies the two-phase switches; a file that
+// no longer validates is logged and ignored.
+func serveCmd(ctx context.Context, inv invocation) error {
 	// Hertz's logger is process-wide: install it before any server exists.
-	hlog.SetLogger(gateway.HertzLogger(logger))
-	a, err := app.New(ctx, cfg, logger)
+	hlog.SetLogger(gateway.HertzLogger(inv.logger))
+	a, err := app.New(ctx, inv.cfg, inv.logger)
 	if err != nil {
 		return err
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				cfg, err := inv.reload()
+				if err != nil {
+					inv.logger.Error("SIGHUP: configuration not reloaded", "err", err)
+					continue
+				}
+				a.SetMode(cfg.TwoPhase)
+			}
+		}
+	}()
 	return a.Run(ctx)
 }

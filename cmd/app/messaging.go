@@ -1,0 +1,136 @@
+package app
+
+import (
+	"context"
+	"os"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/cloudwego/hertz/pkg/common/adaptor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
+	"github.com/nexo-im/nexo/workers"
+)
+
+// buildWebSocket builds the WebSocket gateway; logout closes the live
+// sessions of the revoked token.
+func (a *App) buildWebSocket(context.Context) error {
+	instance := a.consumerName()
+	hub, err := ws.New(a.cfg.WS, ws.Deps{
+		Auth: a.verifier, Tokens: a.tokens, Logger: a.log, Metrics: a.metrics,
+		Presence: store.NewPresence(a.rdb, a.keys, instance, a.cfg.WS.PresenceTTL),
+	})
+	if err != nil {
+		return err
+	}
+	a.ws = hub
+	a.onLogout = func(userID string, platformID int, jti string) { hub.RevokeSession(userID, platformID, jti) }
+	return nil
+}
+
+// buildMessaging wires the message pipeline: the accept step, the save and
+// deliver stages on every shard, the message service and its routes, and
+// mounts /ws (after every WS handler is registered).
+func (a *App) buildMessaging(ctx context.Context) error {
+	keys := streams.NewKeys(a.cfg.Redis.KeyPrefix, a.cfg.Streams.Shards)
+	seqs := store.NewSeqRepo(a.db)
+	msgs := store.NewMessageRepo(a.db)
+	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL)
+	pusher := chat.NewPusher(a.ws, a.log)
+
+	m := workers.NewMetrics(a.metrics)
+	a.metrics.MustRegister(workers.NewStreamCollector(a.rdb, keys))
+	save := workers.NewSaveHandler(workers.SaveDeps{
+		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
+		Metrics: m, Log: a.log, MaxAttempts: a.cfg.Save.MaxAttempts,
+	})
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Metrics: m, Log: a.log})
+	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
+	if err := pipeline.EnsureGroups(ctx); err != nil {
+		return err
+	}
+	a.add(component{name: "pipeline", run: pipeline.Run})
+
+	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, pusher, nil, a.metrics, a.log)
+	a.add(component{name: "push queue", run: func(ctx context.Context) error { return fanout.Run(ctx, a.cfg.Push.Workers) }})
+
+	a.mode = chat.NewMode(a.cfg.TwoPhase)
+	svc := chat.NewService(chat.Deps{
+		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
+		Fanout: fanout, Log: a.log, Registry: a.metrics,
+	})
+	puller := chat.NewPuller(msgs, seqs, nil)
+	chat.NewHandlers(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
+
+	a.server.Route("GET", "/ws", a.ws.Handler(), false)
+	hub := a.ws
+	a.server.Hertz().OnShutdown = append(a.server.Hertz().OnShutdown, func(ctx context.Context) { _ = hub.Shutdown(ctx) })
+	return nil
+}
+
+// buildObservability serves /metrics and the admin view of the switches.
+func (a *App) buildObservability(context.Context) error {
+	a.server.Route("GET", "/metrics", adaptor.HertzHandler(promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{})), false)
+	a.server.Route("GET", "/admin/mode", a.adminMode, false)
+	return nil
+}
+
+// ModeJSON is the answer of GET /admin/mode.
+type ModeJSON struct {
+	TwoPhaseEnabled    bool `json:"two_phase_enabled"`
+	DeliverBeforeSaved bool `json:"deliver_before_saved"`
+	FailOpen           bool `json:"fail_open"`
+}
+
+// adminMode answers the switches in force. It needs "Authorization: Bearer
+// <admin.token>"; with no admin.token configured it is forbidden.
+func (a *App) adminMode(ctx context.Context, c *app.RequestContext) {
+	want := a.cfg.Admin.Token
+	if want == "" || string(c.GetHeader("Authorization")) != "Bearer "+want {
+		gateway.WriteError(ctx, c, a.log, wire.NewError(wire.ReasonForbidden, "admin endpoints need Authorization: Bearer <admin.token>"))
+		return
+	}
+	m := a.mode.Get()
+	gateway.WriteOK(c, ModeJSON{TwoPhaseEnabled: m.Enabled, DeliverBeforeSaved: m.DeliverBeforeSaved, FailOpen: m.FailOpen})
+}
+
+// SetMode replaces the two-phase switches at run time (SIGHUP). Messages in
+// flight finish under the route they were accepted with.
+func (a *App) SetMode(tp configs.TwoPhase) {
+	a.mode.Set(tp)
+	a.log.Info("two-phase switches reloaded", "enabled", tp.Enabled, "deliver_before_saved", tp.DeliverBeforeSaved, "fail_open", tp.FailOpen)
+}
+
+// Mode returns the live two-phase switches.
+func (a *App) Mode() *chat.Mode { return a.mode }
+
+// Addr is the listener's host:port.
+func (a *App) Addr() string { return a.listener.Addr().String() }
+
+// consumerName is this process's stable name in every consumer group and in
+// presence: streams.consumer_name, else the host name.
+func (a *App) consumerName() string {
+	if a.cfg.Streams.ConsumerName != "" {
+		return a.cfg.Streams.ConsumerName
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		return "nexo"
+	}
+	return host
+}
+
+// newRegistry is the process's Prometheus registry with Go and process collectors.
+func newRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}

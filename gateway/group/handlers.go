@@ -1,0 +1,165 @@
+// Package group is Nexo's group chat: the management rules behind the
+// /group/* HTTP API (create, join, invite, quit, kick, transfer, roles,
+// dismiss, update, info, members, list), the member lookups every group
+// send and pull go through (CheckSend, Bounds; a two-level cache that every
+// change invalidates), and the group fanout with its push strategies.
+// Changes are also notification messages in the group conversation
+// (msg_type 1501–1509), whose seqs order membership against the chat.
+// docs/groups.md describes the rules, the visibility model and the push
+// strategy.
+package group
+
+import (
+	"context"
+	"log/slog"
+	"strconv"
+
+	"github.com/cloudwego/hertz/pkg/app"
+
+	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/auth"
+)
+
+// Router registers HTTP routes (gateway.Server).
+type Router interface {
+	Route(method, path string, handler app.HandlerFunc, authenticated bool)
+}
+
+// Handlers binds the group service to HTTP.
+type Handlers struct {
+	svc     *Service
+	maxBody int
+	log     *slog.Logger
+}
+
+// NewHandlers returns the handlers; maxBody is http.max_body_bytes.
+func NewHandlers(svc *Service, maxBody int, log *slog.Logger) *Handlers {
+	return &Handlers{svc: svc, maxBody: maxBody, log: log}
+}
+
+// Register mounts every /group/* route, all authenticated.
+func (h *Handlers) Register(r Router) {
+	r.Route("POST", "/group/create", h.create, true)
+	r.Route("POST", "/group/join", h.join, true)
+	r.Route("POST", "/group/invite", h.invite, true)
+	r.Route("POST", "/group/quit", h.quit, true)
+	r.Route("POST", "/group/kick", h.kick, true)
+	r.Route("POST", "/group/transfer", h.transfer, true)
+	r.Route("POST", "/group/set_role", h.setRole, true)
+	r.Route("POST", "/group/dismiss", h.dismiss, true)
+	r.Route("POST", "/group/update", h.update, true)
+	r.Route("GET", "/group/info", h.info, true)
+	r.Route("GET", "/group/members", h.members, true)
+	r.Route("GET", "/group/list", h.list, true)
+}
+
+// handle decodes the body into req (strictly, validated), runs do with the
+// caller's user ID and writes the result or the error.
+func handle[Req any, Res any](h *Handlers, do func(ctx context.Context, caller string, req Req) (Res, error)) app.HandlerFunc {
+	return func(ctx context.Context, c *app.RequestContext) {
+		claims, _ := auth.ClaimsOf(c)
+		var req Req
+		if err := gateway.BindJSON(c, h.maxBody, &req); err != nil {
+			gateway.WriteError(ctx, c, h.log, err)
+			return
+		}
+		res, err := do(ctx, claims.UserID, req)
+		if err != nil {
+			gateway.WriteError(ctx, c, h.log, err)
+			return
+		}
+		gateway.WriteOK(c, res)
+	}
+}
+
+func (h *Handlers) create(ctx context.Context, c *app.RequestContext) {
+	handle(h, h.svc.Create)(ctx, c)
+}
+
+func (h *Handlers) join(ctx context.Context, c *app.RequestContext) {
+	handle(h, func(ctx context.Context, caller string, r GroupRequest) (MemberJSON, error) {
+		return h.svc.Join(ctx, caller, r.GroupID)
+	})(ctx, c)
+}
+
+func (h *Handlers) invite(ctx context.Context, c *app.RequestContext) {
+	handle(h, h.svc.Invite)(ctx, c)
+}
+
+func (h *Handlers) quit(ctx context.Context, c *app.RequestContext) {
+	handle(h, func(ctx context.Context, caller string, r GroupRequest) (MemberJSON, error) {
+		return h.svc.Quit(ctx, caller, r.GroupID)
+	})(ctx, c)
+}
+
+func (h *Handlers) kick(ctx context.Context, c *app.RequestContext) {
+	handle(h, h.svc.Kick)(ctx, c)
+}
+
+func (h *Handlers) transfer(ctx context.Context, c *app.RequestContext) {
+	handle(h, h.svc.Transfer)(ctx, c)
+}
+
+func (h *Handlers) setRole(ctx context.Context, c *app.RequestContext) {
+	handle(h, h.svc.SetRole)(ctx, c)
+}
+
+func (h *Handlers) dismiss(ctx context.Context, c *app.RequestContext) {
+	handle(h, func(ctx context.Context, caller string, r GroupRequest) (GroupJSON, error) {
+		return h.svc.Dismiss(ctx, caller, r.GroupID)
+	})(ctx, c)
+}
+
+func (h *Handlers) update(ctx context.Context, c *app.RequestContext) {
+	handle(h, h.svc.Update)(ctx, c)
+}
+
+func (h *Handlers) info(ctx context.Context, c *app.RequestContext) {
+	id := string(c.Query("group_id"))
+	if err := checkGroupID(id); err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
+		return
+	}
+	res, err := h.svc.Info(ctx, id)
+	if err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
+		return
+	}
+	gateway.WriteOK(c, res)
+}
+
+func (h *Handlers) members(ctx context.Context, c *app.RequestContext) {
+	claims, _ := auth.ClaimsOf(c)
+	id := string(c.Query("group_id"))
+	if err := checkGroupID(id); err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
+		return
+	}
+	var page [2]int
+	for i, name := range []string{"offset", "limit"} {
+		if v := string(c.Query(name)); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				gateway.WriteError(ctx, c, h.log, gateway.BadField(name, "must be an integer"))
+				return
+			}
+			page[i] = n
+		}
+	}
+	res, err := h.svc.Members(ctx, claims.UserID, id, page[0], page[1])
+	if err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
+		return
+	}
+	gateway.WriteOK(c, res)
+}
+
+func (h *Handlers) list(ctx context.Context, c *app.RequestContext) {
+	claims, _ := auth.ClaimsOf(c)
+	res, err := h.svc.List(ctx, claims.UserID)
+	if err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
+		return
+	}
+	gateway.WriteOK(c, res)
+}

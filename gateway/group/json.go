@@ -1,0 +1,266 @@
+package group
+
+import (
+	"unicode/utf8"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway"
+)
+
+// Join policies (group JSON join_policy).
+const (
+	PolicyOpen       = "open"
+	PolicyInviteOnly = "invite_only"
+)
+
+// Field limits (the schema's column sizes).
+const (
+	maxNameLen         = 128
+	maxIntroductionLen = 512
+	maxAvatarLen       = 512
+	// MaxMembersPage caps limit of GET /group/members.
+	MaxMembersPage = 500
+	// DefaultMembersPage is limit of GET /group/members when absent.
+	DefaultMembersPage = 100
+)
+
+// GroupJSON is a group on the wire. Times are Unix milliseconds.
+type GroupJSON struct {
+	GroupID       string `json:"group_id"`
+	Name          string `json:"name"`
+	Introduction  string `json:"introduction"`
+	Avatar        string `json:"avatar"`
+	GroupType     int    `json:"group_type"`
+	JoinPolicy    string `json:"join_policy"`
+	OwnerUserID   string `json:"owner_user_id"`
+	CreatorUserID string `json:"creator_user_id"`
+	Status        string `json:"status"`
+	MemberCount   int    `json:"member_count"`
+	CreatedAt     int64  `json:"created_at"`
+	UpdatedAt     int64  `json:"updated_at"`
+}
+
+// GroupOf renders g with its number of active members.
+func GroupOf(g domain.Group, memberCount int) GroupJSON {
+	status := "normal"
+	if g.Status == domain.GroupDismissed {
+		status = "dismissed"
+	}
+	return GroupJSON{
+		GroupID: g.ID, Name: g.Name, Introduction: g.Introduction, Avatar: g.Avatar, GroupType: g.GroupType,
+		JoinPolicy: g.JoinPolicy, OwnerUserID: g.OwnerUserID, CreatorUserID: g.CreatorUserID, Status: status,
+		MemberCount: memberCount, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
+	}
+}
+
+// MemberJSON is a membership on the wire: role_level 100 owner, 60 admin,
+// 20 member; status "normal", "left" or "kicked"; join_seq is the first seq
+// the member may see.
+type MemberJSON struct {
+	GroupID       string `json:"group_id"`
+	UserID        string `json:"user_id"`
+	RoleLevel     int    `json:"role_level"`
+	Status        string `json:"status"`
+	JoinSeq       int64  `json:"join_seq"`
+	JoinedAt      int64  `json:"joined_at"`
+	InviterUserID string `json:"inviter_user_id"`
+}
+
+// MemberOf renders m.
+func MemberOf(m domain.GroupMember) MemberJSON {
+	status := "normal"
+	switch m.Status {
+	case domain.MemberLeft:
+		status = "left"
+	case domain.MemberKicked:
+		status = "kicked"
+	}
+	return MemberJSON{GroupID: m.GroupID, UserID: m.UserID, RoleLevel: int(m.RoleLevel), Status: status,
+		JoinSeq: m.JoinSeq, JoinedAt: m.JoinedAt, InviterUserID: m.InviterUserID}
+}
+
+// CreateRequest is the body of POST /group/create.
+type CreateRequest struct {
+	Name         string   `json:"name"`
+	MemberIDs    []string `json:"member_ids"`
+	Introduction string   `json:"introduction"`
+	Avatar       string   `json:"avatar"`
+	GroupType    int      `json:"group_type"`
+}
+
+// Validate checks the fields' shapes; counts and existence are the
+// service's.
+func (r *CreateRequest) Validate() error {
+	if err := checkLen("name", r.Name, 1, maxNameLen); err != nil {
+		return err
+	}
+	if err := checkIDs("member_ids", r.MemberIDs); err != nil {
+		return err
+	}
+	if err := checkLen("introduction", r.Introduction, 0, maxIntroductionLen); err != nil {
+		return err
+	}
+	if err := checkLen("avatar", r.Avatar, 0, maxAvatarLen); err != nil {
+		return err
+	}
+	if r.GroupType < 0 {
+		return gateway.BadField("group_type", "must be >= 0")
+	}
+	return nil
+}
+
+// GroupRequest is the body of POST /group/join, /group/quit, /group/dismiss.
+type GroupRequest struct {
+	GroupID string `json:"group_id"`
+}
+
+// Validate requires group_id.
+func (r *GroupRequest) Validate() error { return checkGroupID(r.GroupID) }
+
+// UsersRequest is the body of POST /group/invite and /group/kick.
+type UsersRequest struct {
+	GroupID string   `json:"group_id"`
+	UserIDs []string `json:"user_ids"`
+}
+
+// Validate requires group_id and at least one well-formed user ID.
+func (r *UsersRequest) Validate() error {
+	if err := checkGroupID(r.GroupID); err != nil {
+		return err
+	}
+	if len(r.UserIDs) == 0 {
+		return gateway.BadField("user_ids", "is required (at least one user ID)")
+	}
+	return checkIDs("user_ids", r.UserIDs)
+}
+
+// TransferRequest is the body of POST /group/transfer.
+type TransferRequest struct {
+	GroupID    string `json:"group_id"`
+	NewOwnerID string `json:"new_owner_id"`
+}
+
+// Validate requires both IDs.
+func (r *TransferRequest) Validate() error {
+	if err := checkGroupID(r.GroupID); err != nil {
+		return err
+	}
+	return checkID("new_owner_id", r.NewOwnerID)
+}
+
+// SetRoleRequest is the body of POST /group/set_role.
+type SetRoleRequest struct {
+	GroupID   string `json:"group_id"`
+	UserID    string `json:"user_id"`
+	RoleLevel int    `json:"role_level"`
+}
+
+// Validate requires the IDs and role_level 60 (admin) or 20 (member); the
+// owner changes only by transfer.
+func (r *SetRoleRequest) Validate() error {
+	if err := checkGroupID(r.GroupID); err != nil {
+		return err
+	}
+	if err := checkID("user_id", r.UserID); err != nil {
+		return err
+	}
+	if r.RoleLevel != int(domain.RoleAdmin) && r.RoleLevel != int(domain.RoleMember) {
+		return gateway.BadField("role_level", "must be 60 (admin) or 20 (member); ownership moves with /group/transfer")
+	}
+	return nil
+}
+
+// UpdateRequest is the body of POST /group/update; absent fields stay.
+type UpdateRequest struct {
+	GroupID      string  `json:"group_id"`
+	Name         *string `json:"name"`
+	Introduction *string `json:"introduction"`
+	Avatar       *string `json:"avatar"`
+	JoinPolicy   *string `json:"join_policy"`
+}
+
+// Validate requires group_id and at least one field, each within its limits.
+func (r *UpdateRequest) Validate() error {
+	if err := checkGroupID(r.GroupID); err != nil {
+		return err
+	}
+	if r.Name == nil && r.Introduction == nil && r.Avatar == nil && r.JoinPolicy == nil {
+		return gateway.BadField("body", "must set name, introduction, avatar and/or join_policy")
+	}
+	for _, f := range []struct {
+		name     string
+		v        *string
+		min, max int
+	}{{"name", r.Name, 1, maxNameLen}, {"introduction", r.Introduction, 0, maxIntroductionLen}, {"avatar", r.Avatar, 0, maxAvatarLen}} {
+		if f.v != nil {
+			if err := checkLen(f.name, *f.v, f.min, f.max); err != nil {
+				return err
+			}
+		}
+	}
+	if r.JoinPolicy != nil && *r.JoinPolicy != PolicyOpen && *r.JoinPolicy != PolicyInviteOnly {
+		return gateway.BadField("join_policy", "must be %q or %q", PolicyOpen, PolicyInviteOnly)
+	}
+	return nil
+}
+
+// InviteResult answers POST /group/invite: the members added (or added
+// back) and the users skipped because they already were active members.
+type InviteResult struct {
+	GroupID string       `json:"group_id"`
+	Invited []MemberJSON `json:"invited"`
+	Skipped []string     `json:"skipped"`
+}
+
+// KickResult answers POST /group/kick: who was kicked and who was skipped
+// (not an active member).
+type KickResult struct {
+	GroupID string   `json:"group_id"`
+	Kicked  []string `json:"kicked"`
+	Skipped []string `json:"skipped"`
+}
+
+// MembersPage answers GET /group/members.
+type MembersPage struct {
+	Members []MemberJSON `json:"members"`
+	Total   int64        `json:"total"`
+}
+
+// GroupList answers GET /group/list.
+type GroupList struct {
+	Groups []GroupJSON `json:"groups"`
+}
+
+func checkLen(field, v string, min, max int) error {
+	n := utf8.RuneCountInString(v)
+	switch {
+	case !utf8.ValidString(v):
+		return gateway.BadField(field, "must be valid UTF-8")
+	case n == 0 && min > 0:
+		return gateway.BadField(field, "is required")
+	case n < min || n > max:
+		return gateway.BadField(field, "must be %d–%d characters (got %d)", min, max, n)
+	}
+	return nil
+}
+
+func checkID(field, id string) error {
+	if id == "" {
+		return gateway.BadField(field, "is required")
+	}
+	if !domain.ValidID(id) {
+		return gateway.BadField(field, "must be 1–%d characters of A-Z a-z 0-9 _ -", domain.MaxIDLen)
+	}
+	return nil
+}
+
+func checkGroupID(id string) error { return checkID("group_id", id) }
+
+func checkIDs(field string, ids []string) error {
+	for _, id := range ids {
+		if !domain.ValidID(id) {
+			return gateway.BadField(field, "%q is not a user ID (1–%d characters of A-Z a-z 0-9 _ -)", id, domain.MaxIDLen)
+		}
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nexo-im/nexo/gateway/wire"
@@ -58,6 +59,7 @@ type Conn struct {
 
 	writer    sync.WaitGroup
 	closeOnce sync.Once
+	ended     atomic.Bool // the session finished (its reader returned)
 }
 
 // ID is the connection's id (a UUIDv7 string), unique across instances.
@@ -164,6 +166,15 @@ func (c *Conn) closeNow() (closed bool) {
 		c.mu.Unlock()
 		if c.t != nil {
 			_ = c.t.Close()
+			// A closed connection's reader returns at once; if it does not,
+			// Hertz ignored the Close (ConfigureHertz was not called).
+			time.AfterFunc(2*c.s.cfg.WriteTimeout, func() {
+				if !c.ended.Load() {
+					c.s.warnUnclosable.Do(func() {
+						c.s.log.Error("ws: closed connections stay open; call ws.ConfigureHertz on the Hertz server (KeepHijackedConns)")
+					})
+				}
+			})
 		}
 	})
 	return closed

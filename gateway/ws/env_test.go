@@ -214,6 +214,7 @@ type client struct {
 
 type dialOptions struct {
 	origin    string
+	header    map[string]string
 	noRead    bool // never read: a slow consumer that also never answers pings
 	noPong    bool // read, but count pings instead of answering them
 	bufFrames int
@@ -228,6 +229,9 @@ func (e *env) dialRaw(query string, o dialOptions) (*client, *handshake) {
 	req.SetMethod("GET")
 	if o.origin != "" {
 		req.Header.Set("Origin", o.origin)
+	}
+	for k, v := range o.header {
+		req.Header.Set(k, v)
 	}
 	up := &websocket.ClientUpgrader{}
 	up.PrepareRequest(req)

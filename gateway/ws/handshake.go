@@ -13,7 +13,9 @@ import (
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
-// Handler is the Hertz handler for GET /ws?token=&send_id=&platform_id=&operation_id=.
+// Handler is the Hertz handler for GET /ws?token=&send_id=&platform_id=&operation_id=
+// (the token may come as a `token` or `Authorization: Bearer` header
+// instead, for clients that can set headers).
 // It checks the origin (ws.allowed_origins), the token (signature, expiry,
 // revocation, via Authenticator), that send_id (when given) is the token's
 // user_id and that platform_id is the token's platform, and only then
@@ -33,7 +35,7 @@ func (s *Server) Handler() app.HandlerFunc {
 			s.reject(rc, wire.NewError(wire.ReasonForbidden, "origin not allowed (ws.allowed_origins)"))
 			return
 		}
-		token, sendID := rc.Query("token"), rc.Query("send_id")
+		token, sendID := handshakeToken(rc), rc.Query("send_id")
 		platform, operationID := rc.Query("platform_id"), rc.Query("operation_id")
 		if token == "" {
 			s.reject(rc, wire.NewError(wire.ReasonTokenMissing, "the token query parameter is required"))
@@ -43,7 +45,10 @@ func (s *Server) Handler() app.HandlerFunc {
 		if err != nil {
 			e := wire.FromError(err)
 			if e.HTTPStatus >= 500 {
+				// Not a verdict on the token: the token store did not answer.
+				// Same answer as the HTTP auth middleware.
 				s.log.Error("ws authenticate failed", "err", err, "operation_id", operationID)
+				e = wire.NewError(wire.ReasonServerBusy, "token store unavailable")
 			}
 			s.reject(rc, e)
 			return
@@ -76,6 +81,22 @@ func (s *Server) Handler() app.HandlerFunc {
 func ConfigureHertz(h *server.Hertz) {
 	h.NoHijackConnPool = true
 	h.KeepHijackedConns = true
+}
+
+// handshakeToken reads the token from the query (browsers cannot set
+// headers on a WebSocket), else from the `token` header or
+// `Authorization: Bearer`, as the HTTP API accepts it.
+func handshakeToken(rc *app.RequestContext) string {
+	if t := rc.Query("token"); t != "" {
+		return t
+	}
+	if t := strings.TrimSpace(string(rc.GetHeader("token"))); t != "" {
+		return t
+	}
+	if scheme, t, ok := strings.Cut(string(rc.GetHeader("Authorization")), " "); ok && strings.EqualFold(scheme, "Bearer") {
+		return strings.TrimSpace(t)
+	}
+	return ""
 }
 
 // reject answers a refused handshake with the error envelope.

@@ -28,7 +28,7 @@ func TestHandshakeRefusals(t *testing.T) {
 		{"other platform", "token=" + good + "&platform_id=6", "", 401, wire.ReasonUnauthorized},
 		{"no platform", "token=" + good, "", 401, wire.ReasonUnauthorized},
 		{"platform not a number", "token=" + good + "&platform_id=web", "", 401, wire.ReasonUnauthorized},
-		{"auth outage", "token=outage&platform_id=5", "", 500, wire.ReasonInternalError},
+		{"auth outage", "token=outage&platform_id=5", "", 503, wire.ReasonServerBusy},
 		{"foreign origin", "token=" + good + "&platform_id=5", "https://evil.example", 403, wire.ReasonForbidden},
 	}
 	for _, tc := range cases {
@@ -52,6 +52,26 @@ func TestHandshakeRefusals(t *testing.T) {
 	// The server is still up and a good handshake works.
 	c := e.dialWith("alice", 5, time.Time{}, dialOptions{origin: "http://" + e.addr})
 	_ = c
+}
+
+// Clients that can set headers may send the token as the HTTP API takes it.
+func TestHandshakeTokenHeaders(t *testing.T) {
+	e := newEnv(t, testConfig())
+	for _, h := range []func(string) map[string]string{
+		func(tok string) map[string]string { return map[string]string{"token": tok} },
+		func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} },
+	} {
+		token, _ := e.auth.issue("alice", 5, time.Time{})
+		c, refused := e.dialRaw("platform_id=5", dialOptions{header: h(token)})
+		if refused != nil {
+			t.Fatalf("header %v refused: %+v", h("…"), refused)
+		}
+		_ = c.conn.Close()
+	}
+	_, refused := e.dialRaw("platform_id=5", dialOptions{header: map[string]string{"Authorization": "Basic abc"}})
+	if refused == nil || refused.body.ErrMsg != string(wire.ReasonTokenMissing) {
+		t.Fatalf("Basic authorization: %+v", refused)
+	}
 }
 
 func TestHandshakeNotWebSocket(t *testing.T) {

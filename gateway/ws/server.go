@@ -72,6 +72,8 @@ type Server struct {
 	mu       sync.Mutex
 	shutdown bool
 	sessions sync.WaitGroup
+
+	warnUnclosable sync.Once
 }
 
 // Per-connection buffer sizes, chosen by BenchmarkIdleConnMemory

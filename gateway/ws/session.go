@@ -55,6 +55,7 @@ func (s *Server) run(c *Conn, t transport) {
 	c.stopTimers()
 	last := s.reg.remove(c)
 	c.finish(readCause)
+	c.ended.Store(true)
 	s.metrics.conns.Dec()
 	cause := c.closeCause()
 	s.metrics.disconnects.WithLabelValues(cause).Inc()

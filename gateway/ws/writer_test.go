@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,10 +29,14 @@ type fakeTransport struct {
 	closed  chan struct{}
 	once    sync.Once
 	inbound chan []byte
+	// ignoreClose makes Close a no-op, as Hertz's hijacked connection is
+	// without KeepHijackedConns; kill then ends the reader.
+	ignoreClose bool
+	kill        chan struct{}
 }
 
 func newFakeTransport(hold bool) *fakeTransport {
-	ft := &fakeTransport{closed: make(chan struct{}), inbound: make(chan []byte, 16)}
+	ft := &fakeTransport{closed: make(chan struct{}), inbound: make(chan []byte, 16), kill: make(chan struct{})}
 	if hold {
 		ft.hold = make(chan struct{})
 	}
@@ -93,13 +99,17 @@ func (f *fakeTransport) NextReader() (int, io.Reader, error) {
 		return websocket.TextMessage, bytes.NewReader(b), nil
 	case <-f.closed:
 		return 0, nil, net.ErrClosed
+	case <-f.kill:
+		return 0, nil, net.ErrClosed
 	}
 }
 func (f *fakeTransport) SetPingHandler(func(string) error)       {}
 func (f *fakeTransport) SetPongHandler(func(string) error)       {}
 func (f *fakeTransport) SetCloseHandler(func(int, string) error) {}
 func (f *fakeTransport) Close() error {
-	f.once.Do(func() { close(f.closed) })
+	if !f.ignoreClose {
+		f.once.Do(func() { close(f.closed) })
+	}
 	return nil
 }
 
@@ -248,5 +258,50 @@ func TestGateCloseOrder(t *testing.T) {
 		t.Fatalf("writes %q", w)
 	}
 	_ = ft.Close() // the client's close reply would end the read loop
+	<-done
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// When the transport ignores Close (Hertz without KeepHijackedConns), the
+// server says so in the log instead of failing silently.
+func TestUnclosableConnectionLogged(t *testing.T) {
+	cfg := testConfig()
+	cfg.WriteTimeout = 20 * time.Millisecond
+	var logs syncBuffer
+	s, err := New(cfg, Deps{Auth: &fakeAuth{}, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ft := newFakeTransport(false)
+	ft.ignoreClose = true
+	c := s.newConn("alice", 1, "jti", time.Time{}, "")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.run(c, ft)
+	}()
+	waitFor(t, 5*time.Second, "registration", func() bool { return s.Online("alice") })
+	c.fail("test")
+	waitFor(t, 5*time.Second, "the ConfigureHertz hint", func() bool {
+		return strings.Contains(logs.String(), "ConfigureHertz")
+	})
+	close(ft.kill)
 	<-done
 }

@@ -167,7 +167,7 @@ func (s *Service) send(ctx context.Context, mode configs.TwoPhase, m *domain.Mes
 	a, err := s.accept.Accept(ctx, streams.AcceptRequest{Msg: *m, Route: route, OriginConn: originConn, Append: true})
 	switch {
 	case err == nil:
-		return ackOf(m, a, domain.AckAccepted), nil
+		return ackOf(m, a, retryAckType(a)), nil
 	case errors.Is(err, streams.ErrRedisUnavailable):
 		return s.fallback(ctx, mode, m, originConn, err)
 	}
@@ -189,11 +189,7 @@ func (s *Service) sendSync(ctx context.Context, mode configs.TwoPhase, m *domain
 	if a.Duplicate {
 		// The original is saved, or in flight in the pipeline (accepted
 		// under two-phase before a switch): answer what it is.
-		t := domain.AckAccepted
-		if a.Saved {
-			t = domain.AckSaved
-		}
-		return ackOf(m, a, t), nil
+		return ackOf(m, a, retryAckType(a)), nil
 	}
 	m.Seq = a.Seq
 	stored, err := s.persist(ctx, m, originConn)
@@ -302,6 +298,15 @@ func (s *Service) authorize(ctx context.Context, m *domain.Message) error {
 		return fmt.Errorf("recv_id %s: %w", m.RecvID, domain.ErrUserNotFound)
 	}
 	return nil
+}
+
+// retryAckType is the ack_type of an accept: saved for a retry of a saved
+// message, accepted otherwise.
+func retryAckType(a streams.Accepted) domain.AckType {
+	if a.Duplicate && a.Saved {
+		return domain.AckSaved
+	}
+	return domain.AckAccepted
 }
 
 func ackOf(m *domain.Message, a streams.Accepted, t domain.AckType) AckJSON {

@@ -1,0 +1,152 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store/storetest"
+	"github.com/nexo-im/nexo/streams"
+)
+
+// TestSingleChatEndToEnd: A sends to B over WebSocket. A gets its ACK and
+// (two-phase) ACK(saved), B and A's other device get the pushes in seq
+// order, the sending connection gets no push of its own message, and a
+// pull returns what was saved — under every pipeline mode.
+func TestSingleChatEndToEnd(t *testing.T) {
+	modes := []struct {
+		name string
+		tp   configs.TwoPhase
+		ack  string
+	}{
+		{"save_first", configs.TwoPhase{Enabled: true, FailOpen: true}, "accepted"},
+		{"deliver_first", configs.TwoPhase{Enabled: true, DeliverBeforeSaved: true, FailOpen: true}, "accepted"},
+		{"two_phase_off", configs.TwoPhase{Enabled: false, FailOpen: true}, "saved"},
+	}
+	for _, mode := range modes {
+		t.Run(mode.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := realConfig(t)
+			cfg.TwoPhase = mode.tp
+			cfg.TwoPhase.IdempotencyTTL = configs.Default().TwoPhase.IdempotencyTTL
+			base, _, _ := startApp(t, cfg)
+			tokA, tokB := user(t, base, "alice"), user(t, base, "bob")
+			a, b := dial(t, base, "alice", tokA), dial(t, base, "bob", tokB)
+			// A's second device (another platform) receives A's own messages.
+			code, env := call(t, "POST", base+"/auth/login", `{"user_id":"alice","password":"password1","platform_id":1}`, "")
+			if code != 200 {
+				t.Fatalf("second login: %d %v", code, env)
+			}
+			a2 := dialPlatform(t, base, "alice", dataField(env, "token"), 1)
+
+			const n = 5
+			conv := domain.SingleConversationID("alice", "bob")
+			for i := 1; i <= n; i++ {
+				r := a.send("bob", fmt.Sprint("m", i), fmt.Sprint("hello ", i))
+				if r.ErrCode != 0 || r.field("ack_type") != mode.ack || r.field("seq") != float64(i) ||
+					r.field("conversation_id") != conv || r.field("server_msg_id") == "" || r.field("client_msg_id") != fmt.Sprint("m", i) {
+					t.Fatalf("ACK of m%d = %+v %s", i, r, r.Data)
+				}
+			}
+			if mode.tp.Enabled {
+				saved := a.waitPushes(2101, "ACK(saved) of every message", func(f []frame) bool { return len(f) >= n })
+				for i, f := range saved[:n] {
+					if f.field("ack_type") != "saved" || f.field("seq") != float64(i+1) || f.field("client_msg_id") != fmt.Sprint("m", i+1) {
+						t.Errorf("ACK(saved) %d = %s", i, f.Data)
+					}
+				}
+			}
+			for _, c := range []*wsClient{b, a2} {
+				got := c.waitPushes(2001, "every message pushed", func(f []frame) bool { return len(f) >= n })
+				for i, f := range got[:n] {
+					if f.field("seq") != float64(i+1) || f.field("sender_id") != "alice" || f.field("status") != "normal" {
+						t.Errorf("%s push %d = %s", c.userID, i, f.Data)
+					}
+				}
+			}
+			a.mu.Lock()
+			own := len(a.pushes[2001])
+			a.mu.Unlock()
+			if own != 0 {
+				t.Errorf("the sending connection got %d pushes of its own messages", own)
+			}
+			pull := b.request(1005, map[string]any{"conversation_id": conv, "begin_seq": 1})
+			msgs, _ := pull.field("messages").([]any)
+			if pull.ErrCode != 0 || len(msgs) != n || pull.field("max_seq") != float64(n) {
+				t.Fatalf("pull = %+v %s", pull, pull.Data)
+			}
+			first := msgs[0].(map[string]any)
+			content, _ := first["content"].(map[string]any)
+			if first["client_msg_id"] != "m1" || content["text"] != "hello 1" {
+				t.Errorf("pulled %v", first)
+			}
+			// A third party may not read it.
+			tokC := user(t, base, "carol")
+			code, env = call(t, "GET", base+"/msg/pull?conversation_id="+conv, "", tokC)
+			if code != 403 || env["err_msg"] != "not_conversation_member" {
+				t.Errorf("outsider pull: %d %v", code, env)
+			}
+		})
+	}
+}
+
+// TestRetriesNeverCreateASecondMessage: the same client_msg_id before the
+// save, after it, and after its idempotency record expired resolves to one
+// message.
+func TestRetriesNeverCreateASecondMessage(t *testing.T) {
+	t.Parallel()
+	cfg := realConfig(t)
+	base, _, _ := startApp(t, cfg)
+	a := dial(t, base, "ann", user(t, base, "ann"))
+	user(t, base, "ben")
+	first := a.send("ben", "retry-1", "once")
+	again := a.send("ben", "retry-1", "once") // at once: probably before the save
+	if again.field("seq") != first.field("seq") || again.field("server_msg_id") != first.field("server_msg_id") {
+		t.Fatalf("retry before save: %s vs %s", again.Data, first.Data)
+	}
+	a.waitPushes(2101, "ACK(saved)", func(f []frame) bool { return len(f) >= 1 })
+	after := a.send("ben", "retry-1", "once")
+	if after.field("ack_type") != "saved" || after.field("seq") != first.field("seq") || after.field("server_msg_id") != first.field("server_msg_id") {
+		t.Fatalf("retry after save: %s", after.Data)
+	}
+
+	// The idempotency record expires (deleted here): the retry is accepted
+	// with a new seq, and the save stage resolves it to the original.
+	rdb, _ := storetest.Redis(t)
+	keys := streams.NewKeys(cfg.Redis.KeyPrefix, cfg.Streams.Shards)
+	conv := domain.SingleConversationID("ann", "ben")
+	if err := rdb.Del(context.Background(), keys.Idem(keys.Shard(conv), "ann", "retry-1")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	late := a.send("ben", "retry-1", "once")
+	if late.field("seq") == first.field("seq") {
+		t.Fatalf("expected a fresh seq for a retry after expiry, got %s", late.Data)
+	}
+	saved := a.waitPushes(2101, "ACK(saved) of the late retry", func(f []frame) bool { return len(f) >= 2 })
+	if s := saved[len(saved)-1]; s.field("seq") != first.field("seq") || s.field("server_msg_id") != first.field("server_msg_id") {
+		t.Fatalf("late duplicate's ACK(saved) = %s, want the original %s", s.Data, first.Data)
+	}
+	// And a further retry now answers the original from Redis again.
+	if again := a.send("ben", "retry-1", "once"); again.field("seq") != first.field("seq") || again.field("ack_type") != "saved" {
+		t.Fatalf("retry after resolution: %s", again.Data)
+	}
+	code, env := call(t, "GET", base+"/msg/pull?conversation_id="+conv+"&begin_seq=1", "", a.token)
+	data, _ := env["data"].(map[string]any)
+	msgs, _ := data["messages"].([]any)
+	normal := 0
+	for _, m := range msgs {
+		if m.(map[string]any)["status"] == "normal" {
+			normal++
+		}
+	}
+	if code != 200 || normal != 1 {
+		t.Fatalf("pull after retries: %d readable messages (want 1): %v", normal, env)
+	}
+}
+
+func dialPlatform(t *testing.T, base, userID, token string, platform int) *wsClient {
+	t.Helper()
+	return dialURL(t, base, fmt.Sprintf("/ws?platform_id=%d&send_id=%s&token=%s", platform, userID, token), userID, token)
+}

@@ -274,7 +274,7 @@ func Default() Config {
 			BatchSize: 256, BatchWait: 2 * time.Millisecond, MaxAttempts: 8,
 			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second,
 		},
-		Seq:  Seq{LeaseBlock: 1000},
+		Seq:  Seq{LeaseBlock: 100},
 		Msg:  Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute},
 		Push: Push{QueueSize: 65536, Workers: 4},
 		Group: Group{

@@ -22,6 +22,19 @@ import (
 // and returns run's error.
 func startApp(t *testing.T, cfg configs.Config) (base string, logs *storetest.LogBuffer, stop func() error) {
 	t.Helper()
+	_, base, logs, stop = runApp(t, cfg)
+	return base, logs, stop
+}
+
+// startAppValue is startApp for tests that drive the App itself.
+func startAppValue(t *testing.T, cfg configs.Config) (*App, string) {
+	t.Helper()
+	a, base, _, _ := runApp(t, cfg)
+	return a, base
+}
+
+func runApp(t *testing.T, cfg configs.Config) (a *App, base string, logs *storetest.LogBuffer, stop func() error) {
+	t.Helper()
 	logs = &storetest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -43,7 +56,7 @@ func startApp(t *testing.T, cfg configs.Config) (base string, logs *storetest.Lo
 		return runErr
 	}
 	t.Cleanup(func() { _ = stop() })
-	return "http://" + a.listener.Addr().String(), logs, stop
+	return a, "http://" + a.listener.Addr().String(), logs, stop
 }
 
 // call sends a JSON request and decodes the envelope.

@@ -85,7 +85,7 @@ func NewMembers(db StateLoader, cache Cache, cfg configs.Group, reg prometheus.R
 func (m *Members) get(ctx context.Context, groupID string) (*snapshot, error) {
 	v, err := m.cache.Version(ctx, groupID)
 	if err != nil {
-		m.log.Warn("group member cache unreachable; reading the database", "group_id", groupID, "err", err)
+		m.log.Debug("group member cache unreachable; reading the database", "group_id", groupID, "err", err)
 		return m.uncached(ctx, groupID)
 	}
 	if v != "" && m.local != nil {
@@ -106,7 +106,7 @@ func (m *Members) get(ctx context.Context, groupID string) (*snapshot, error) {
 func (m *Members) load(ctx context.Context, groupID string) (*snapshot, error) {
 	v, st, err := m.cache.Read(ctx, groupID)
 	if err != nil {
-		m.log.Warn("group member cache unreachable; reading the database", "group_id", groupID, "err", err)
+		m.log.Debug("group member cache unreachable; reading the database", "group_id", groupID, "err", err)
 		return m.uncached(ctx, groupID)
 	}
 	if st != nil {

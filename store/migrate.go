@@ -55,9 +55,12 @@ func (db *DB) Migrate(ctx context.Context) ([]int, error) {
 		defer c.ExecContext(context.WithoutCancel(ctx), "SELECT RELEASE_LOCK('nexo_migrate')") //nolint:errcheck
 	}
 	if db.Dialect == MySQL {
-		// Session makes the configured handle reusable: chained calls on a bare
-		// Set() result would share (and pollute) one statement.
-		g = g.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_unicode_ci").Session(&gorm.Session{})
+		// IDs are case-sensitive ("Alice" and "alice" are two users, and
+		// si_Alice_bob is not si_alice_bob), so every column compares
+		// bytewise: utf8mb4_bin, as SQLite does. Session makes the configured
+		// handle reusable: chained calls on a bare Set() result would share
+		// (and pollute) one statement.
+		g = g.Set("gorm:table_options", "ENGINE=InnoDB DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin").Session(&gorm.Session{})
 	}
 	if err := g.AutoMigrate(&schemaMigrationRow{}); err != nil {
 		return nil, fmt.Errorf("migrate: create schema_migrations: %w", err)

@@ -125,3 +125,23 @@ func everyThird(ids []string) []string {
 	}
 	return out
 }
+
+// IDs are case-sensitive on every backend: "Casey" and "casey" are two users.
+func TestUserIDsAreCaseSensitive(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			repo := store.NewUserRepo(b.Open(t))
+			ctx := context.Background()
+			for _, id := range []string{"casey", "Casey"} {
+				if _, err := repo.Create(ctx, domain.User{ID: id, Nickname: id, PasswordHash: "h", CreatedAt: 1, UpdatedAt: 1}); err != nil {
+					t.Fatalf("create %s: %v", id, err)
+				}
+			}
+			u, err := repo.Get(ctx, "Casey")
+			if err != nil || u.Nickname != "Casey" {
+				t.Fatalf("get Casey = %+v, %v", u, err)
+			}
+		})
+	}
+}

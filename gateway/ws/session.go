@@ -44,6 +44,10 @@ func (s *Server) run(c *Conn, t transport) {
 	for _, old := range s.reg.add(c) {
 		s.kick(old)
 	}
+	if s.shuttingDown() {
+		// Shutdown may have listed the registry before c was in it.
+		c.closeWith("shutdown", Frame{}, CloseGoingAway, "server_shutdown")
+	}
 	s.metrics.conns.Inc()
 	s.markOnline(c)
 	c.startTimers()

@@ -1,0 +1,126 @@
+package main
+
+import "sync"
+
+// convSeq names one message position: what clients dedupe on.
+type convSeq struct {
+	conv string
+	seq  int64
+}
+
+// receiver is one connection's view of what it was given, for the
+// correctness counters. It deliberately does not dedupe before counting:
+// every push is checked against what came before.
+type receiver struct {
+	mu     sync.Mutex
+	seen   map[convSeq]string // (conversation_id, seq) -> server_msg_id
+	bySrv  map[string]int64   // server_msg_id -> seq it was first shown with
+	maxSeq map[string]int64   // highest seq shown per conversation (pushes and pulls)
+	pushed map[string]int64   // highest seq pushed per conversation (order check)
+
+	dupRaw     int64 // pushes repeating a (conversation_id, seq) already shown
+	dupDeduped int64 // the same message shown again under another seq: survives dedupe
+	conflicts  int64 // another message on a (conversation_id, seq) already shown
+	reorders   int64 // a push with a lower seq than an earlier push of its conversation
+	pulling    map[string]bool
+	notifyMax  map[string]int64
+}
+
+func newReceiver() *receiver {
+	return &receiver{
+		seen: map[convSeq]string{}, bySrv: map[string]int64{}, maxSeq: map[string]int64{},
+		pushed: map[string]int64{}, pulling: map[string]bool{}, notifyMax: map[string]int64{},
+	}
+}
+
+// show records m as shown to the user, via a push or a pull, and returns
+// whether it is new at this connection (the first time its
+// (conversation_id, seq) appears). Pulls overlapping pushes are expected,
+// so only pushes count as raw duplicates and reorders.
+func (r *receiver) show(m *message, byPush bool) (first bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := convSeq{m.ConversationID, m.Seq}
+	if prev, ok := r.seen[k]; ok {
+		switch {
+		case prev != m.ServerMsgID:
+			r.conflicts++
+		case byPush:
+			r.dupRaw++
+		}
+		return false
+	}
+	if m.ServerMsgID != "" {
+		if s, ok := r.bySrv[m.ServerMsgID]; ok && s != m.Seq {
+			r.dupDeduped++
+		} else if !ok {
+			r.bySrv[m.ServerMsgID] = m.Seq
+		}
+	}
+	r.seen[k] = m.ServerMsgID
+	if byPush {
+		if m.Seq < r.pushed[m.ConversationID] {
+			r.reorders++
+		}
+		r.pushed[m.ConversationID] = max(r.pushed[m.ConversationID], m.Seq)
+	}
+	r.maxSeq[m.ConversationID] = max(r.maxSeq[m.ConversationID], m.Seq)
+	return true
+}
+
+// highest returns the highest seq shown in conv (0 when none).
+func (r *receiver) highest(conv string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.maxSeq[conv]
+}
+
+// has reports whether (conv, seq) was shown.
+func (r *receiver) has(conv string, seq int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.seen[convSeq{conv, seq}]
+	return ok
+}
+
+// counts returns the anomaly counters.
+func (r *receiver) counts() (dupRaw, dupDeduped, conflicts, reorders int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.dupRaw, r.dupDeduped, r.conflicts, r.reorders
+}
+
+// startPull marks conv as being pulled up to maxSeq; false when a pull is
+// already running (it will pick the new maximum up when it finishes).
+func (r *receiver) startPull(conv string, maxSeq int64) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notifyMax[conv] = max(r.notifyMax[conv], maxSeq)
+	if r.pulling[conv] {
+		return false
+	}
+	r.pulling[conv] = true
+	return true
+}
+
+// pullTarget returns how far conv must be pulled now that everything up
+// to done was read, and ends the pull (false) when nothing more was
+// announced.
+func (r *receiver) pullTarget(conv string, done int64) (int64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	target := r.notifyMax[conv]
+	if done >= target {
+		r.pulling[conv] = false
+		return 0, false
+	}
+	return target, true
+}
+
+// abortPull ends a pull that failed or found nothing new; the next notify
+// starts another.
+func (r *receiver) abortPull(conv string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pulling[conv] = false
+}

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+)
+
+// target is where a message goes and which connections must receive it.
+type target struct {
+	conv        string
+	sessionType int
+	recvID      string
+	groupID     string
+	recipients  []*conn
+}
+
+// expects reports whether c is one of t's recipients.
+func (t *target) expects(c *conn) bool {
+	for _, r := range t.recipients {
+		if r == c {
+			return true
+		}
+	}
+	return false
+}
+
+// msgRec is everything observed about one message. Times are clock
+// offsets in nanoseconds; 0 means "not yet".
+type msgRec struct {
+	from  *conn
+	to    *target
+	sched int64 // when it was due (open loop) or sent (closed loop)
+	sent  int64
+	acked int64 // first answer to the 1003 request
+	saved int64 // ACK(saved): the answer itself or the 2101 push
+	seq   int64
+	srvID string
+	ack   string // ack_type of the answer
+
+	expect    int32 // recipients that must receive it
+	delivered int32 // recipients that got it by push (or notify-mode pull)
+	recovered int32 // recipients that got it by a gap-fill pull
+	reason    string
+	failed    bool // a save_failed error push named it
+	timedOut  bool
+	measured  bool
+	finished  bool
+	slot      chan struct{} // closed loop: the sender's in-flight slot
+}
+
+// recorder collects one run. All state is guarded by mu; connections call
+// it from their reader goroutines, senders from theirs.
+type recorder struct {
+	mu     sync.Mutex
+	clk    *clock
+	tag    string
+	msgs   []*msgRec
+	from   int64 // measurement window, clock offsets: messages due in
+	to     int64 // [from, to) are measured; events in it count for throughput
+	await  string
+	low    int                        // msgs[:low] need no timeout check
+	pulls  func(c *conn, conv string) // starts a notify-mode pull
+	closed atomic.Bool
+
+	hAcc, hSaved, hLag, hDel, hSendDelay, hRecover *latencyHist
+	tl                                             timeline
+
+	win, tot     eventCounts
+	errors       map[string]int64
+	outstanding  int
+	stray        int64
+	unexpected   int64
+	unavailable  int64
+	savedFirst   int64
+	dupSavedAcks int64
+	// first and last seq acknowledged per conversation in this run: where
+	// notify-mode and gap-fill pulls start and how far they must reach.
+	convFirst, convLast map[string]int64
+}
+
+type eventCounts struct{ sent, accepted, saved, delivered, pulled, recovered int64 }
+
+func newRecorder(clk *clock, tag string, from, to int64, await string) *recorder {
+	return &recorder{
+		clk: clk, tag: tag, from: from, to: to, await: await, errors: map[string]int64{},
+		convFirst: map[string]int64{}, convLast: map[string]int64{},
+		hAcc: newLatencyHist(), hSaved: newLatencyHist(), hLag: newLatencyHist(), hDel: newLatencyHist(),
+		hSendDelay: newLatencyHist(), hRecover: newLatencyHist(),
+	}
+}
+
+func (r *recorder) inWindow(at int64) bool { return at >= r.from && at < r.to }
+
+// clientMsgID is the run's tag and the message's index: the recorder finds
+// the record from any frame that names it without a map.
+func (r *recorder) clientMsgID(id int) string { return r.tag + "-" + strconv.Itoa(id) }
+
+func (r *recorder) lookup(clientMsgID string) *msgRec {
+	rest, ok := strings.CutPrefix(clientMsgID, r.tag+"-")
+	if !ok {
+		return nil
+	}
+	i, err := strconv.Atoi(rest)
+	if err != nil || i < 0 || i >= len(r.msgs) {
+		return nil
+	}
+	return r.msgs[i]
+}
+
+// newMsg registers a message about to be written and returns its
+// client_msg_id. sched is when it was due; sent is now.
+func (r *recorder) newMsg(from *conn, to *target, sched, sent int64, slot chan struct{}) string {
+	expect := int32(0)
+	for _, c := range to.recipients {
+		if c != from {
+			expect++
+		}
+	}
+	m := &msgRec{from: from, to: to, sched: sched, sent: sent, expect: expect, slot: slot,
+		measured: sched >= r.from && sched < r.to}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	id := len(r.msgs)
+	r.msgs = append(r.msgs, m)
+	r.outstanding++
+	r.tot.sent++
+	if r.inWindow(sent) {
+		r.win.sent++
+	}
+	r.tl.at(sent).sent++
+	if m.measured {
+		r.hSendDelay.record(sent - sched)
+	}
+	return r.clientMsgID(id)
+}
+
+// writeFailed marks a message whose frame could not be written.
+func (r *recorder) writeFailed(clientMsgID string, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m := r.lookup(clientMsgID); m != nil {
+		r.refuse(m, "write_failed", r.clk.now())
+	}
+}
+
+func (r *recorder) refuse(m *msgRec, reason string, at int64) {
+	if m.reason != "" {
+		return
+	}
+	m.reason = reason
+	r.errors[reason]++
+	r.tl.at(at).errors++
+	r.release(m)
+	r.settle(m)
+}
+
+// release frees the closed-loop slot of m (once).
+func (r *recorder) release(m *msgRec) {
+	if m.slot != nil {
+		m.slot <- struct{}{}
+		m.slot = nil
+	}
+}
+
+// settle retires m from the outstanding count once nothing more is
+// expected of it.
+func (r *recorder) settle(m *msgRec) {
+	if m.finished {
+		return
+	}
+	done := m.reason != "" || m.failed ||
+		(m.acked > 0 && m.saved > 0 && m.delivered+m.recovered >= m.expect)
+	if done {
+		m.finished = true
+		r.outstanding--
+	}
+}
+
+// onFrame implements frameHandler.
+func (r *recorder) onFrame(c *conn, f *frame, at int64) {
+	switch f.ReqIdentifier {
+	case reqSendMsg:
+		r.onAnswer(f, at)
+	case pushAck:
+		var a ackData
+		if json.Unmarshal(f.Data, &a) == nil && a.AckType == ackSaved {
+			r.onSaved(a.ClientMsgID, at)
+		}
+	case pushMsg:
+		var m message
+		if json.Unmarshal(f.Data, &m) != nil {
+			r.countError("bad_push", at)
+			return
+		}
+		r.onShown(c, &m, at, true, false)
+	case pushGroupNotify:
+		var n notifyData
+		if json.Unmarshal(f.Data, &n) == nil && c.recv.startPull(n.ConversationID, n.MaxSeq) && r.pulls != nil {
+			r.pulls(c, n.ConversationID)
+		}
+	case pushError:
+		var d struct {
+			Reason      string `json:"reason"`
+			ClientMsgID string `json:"client_msg_id"`
+		}
+		_ = json.Unmarshal(f.Data, &d)
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.errors[firstNonEmpty(d.Reason, f.ErrMsg, "error_push")]++
+		r.tl.at(at).errors++
+		if m := r.lookup(d.ClientMsgID); m != nil {
+			m.failed = true
+			r.release(m)
+			r.settle(m)
+		}
+	case pushKick:
+		r.countError(firstNonEmpty(f.ErrMsg, "kicked"), at)
+	default:
+		r.countError(firstNonEmpty(f.ErrMsg, "unexpected_frame_"+strconv.Itoa(f.ReqIdentifier)), at)
+	}
+}
+
+func (r *recorder) countError(reason string, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errors[reason]++
+	r.tl.at(at).errors++
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// onAnswer handles the response to a 1003: an ACK or an error.
+func (r *recorder) onAnswer(f *frame, at int64) {
+	var a ackData
+	if f.ErrCode == 0 {
+		if err := json.Unmarshal(f.Data, &a); err != nil {
+			f.ErrCode, f.ErrMsg = -1, "bad_ack"
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.lookup(f.MsgIncr)
+	if m == nil {
+		r.stray++
+		return
+	}
+	if f.ErrCode != 0 {
+		r.refuse(m, firstNonEmpty(f.ErrMsg, "error_"+strconv.Itoa(f.ErrCode)), at)
+		return
+	}
+	if m.acked != 0 {
+		return
+	}
+	m.acked, m.seq, m.srvID, m.ack = at, a.Seq, a.ServerMsgID, a.AckType
+	if f := r.convFirst[m.to.conv]; f == 0 || a.Seq < f {
+		r.convFirst[m.to.conv] = a.Seq
+	}
+	r.convLast[m.to.conv] = max(r.convLast[m.to.conv], a.Seq)
+	r.tot.accepted++
+	if r.inWindow(at) {
+		r.win.accepted++
+	}
+	t := r.tl.at(at)
+	t.accepted++
+	recordCoarse(t.acc, at-m.sched)
+	if m.measured {
+		r.hAcc.record(at - m.sched)
+	}
+	switch {
+	case m.saved != 0: // the 2101 push overtook the answer
+		r.savedFirst++
+		r.recordLag(m, at)
+	case a.AckType == ackSaved:
+		r.markSaved(m, at)
+	}
+	if r.await != ackSaved || m.saved != 0 {
+		r.release(m)
+	}
+	r.settle(m)
+}
+
+// onSaved handles a 2101 ACK(saved) push.
+func (r *recorder) onSaved(clientMsgID string, at int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.lookup(clientMsgID)
+	switch {
+	case m == nil:
+		r.stray++
+		return
+	case m.saved != 0:
+		r.dupSavedAcks++
+		return
+	}
+	r.markSaved(m, at)
+	if m.acked != 0 {
+		r.release(m)
+	}
+	r.settle(m)
+}
+
+func (r *recorder) markSaved(m *msgRec, at int64) {
+	m.saved = at
+	r.tot.saved++
+	if r.inWindow(at) {
+		r.win.saved++
+	}
+	r.tl.at(at).saved++
+	if m.measured {
+		r.hSaved.record(at - m.sched)
+	}
+	if m.acked != 0 {
+		r.recordLag(m, at)
+	}
+}
+
+// recordLag records accepted->saved once both are known; 0 when the answer
+// itself was ACK(saved) (two-phase off) or came after the saved push.
+func (r *recorder) recordLag(m *msgRec, at int64) {
+	lag := m.saved - m.acked
+	recordCoarse(r.tl.at(at).lag, lag)
+	if m.measured {
+		r.hLag.record(lag)
+	}
+}
+
+// onShown handles a message shown to c: a push, a notify-mode pull
+// (byPush false, notify true) or a gap-fill pull (both false).
+func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool) {
+	if msg.Status == statusUnavailable {
+		r.mu.Lock()
+		r.unavailable++
+		r.mu.Unlock()
+		return
+	}
+	if !c.recv.show(msg, byPush) {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.lookup(msg.ClientMsgID)
+	switch {
+	case m == nil:
+		if byPush {
+			r.stray++
+		}
+		return
+	case !m.to.expects(c) || m.from == c:
+		r.unexpected++
+		return
+	}
+	if byPush || notify {
+		m.delivered++
+		r.tot.delivered++
+		if notify {
+			r.tot.pulled++
+		}
+		if r.inWindow(at) {
+			r.win.delivered++
+		}
+		t := r.tl.at(at)
+		t.delivered++
+		recordCoarse(t.del, at-m.sched)
+		if m.measured {
+			r.hDel.record(at - m.sched)
+		}
+	} else {
+		m.recovered++
+		r.tot.recovered++
+		if m.measured {
+			r.hRecover.record(at - m.sched)
+		}
+	}
+	r.settle(m)
+}
+
+// expire marks messages unanswered for longer than timeout and frees their
+// closed-loop slots, so one lost answer cannot stall a sender forever.
+func (r *recorder) expire(now, timeout int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := r.low; i < len(r.msgs); i++ {
+		m := r.msgs[i]
+		if m.acked != 0 || m.reason != "" {
+			if i == r.low {
+				r.low++
+			}
+			continue
+		}
+		if now-m.sent < timeout {
+			break // later messages were sent later
+		}
+		if !m.timedOut {
+			m.timedOut = true
+			r.release(m)
+		}
+	}
+}
+
+// progress is a snapshot for the progress line.
+type progress struct {
+	sent, accepted, saved, delivered, errors int64
+	outstanding                              int
+}
+
+func (r *recorder) progress() progress {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var errs int64
+	for _, n := range r.errors {
+		errs += n
+	}
+	return progress{r.tot.sent, r.tot.accepted, r.tot.saved, r.tot.delivered, errs, r.outstanding}
+}
+
+// firstSeq is the lowest seq acknowledged in conv during this run (0 when
+// none yet).
+func (r *recorder) firstSeq(conv string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.convFirst[conv]
+}
+
+// lastSeq is the highest seq acknowledged in conv so far.
+func (r *recorder) lastSeq(conv string) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.convLast[conv]
+}

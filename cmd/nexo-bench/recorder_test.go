@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// These tests feed the recorder synthetic frames: a harness whose
+// counters cannot go above zero would pass every healthy run and prove
+// nothing, so each anomaly is shown to be counted.
+
+func testWorld(t *testing.T) (*recorder, *conn, *conn, *target) {
+	t.Helper()
+	clk := newClock()
+	rec := newRecorder(clk, "tst", 0, 1<<62, ackAccepted)
+	snd := &conn{user: "a", recv: newReceiver()}
+	rcv := &conn{user: "b", recv: newReceiver()}
+	to := &target{conv: singleConversationID("a", "b"), sessionType: sessionSingle, recvID: "b", recipients: []*conn{rcv}}
+	return rec, snd, rcv, to
+}
+
+func ackFrame(t *testing.T, code int, cmid, ackType string, seq int64) *frame {
+	t.Helper()
+	b, err := json.Marshal(ackData{AckType: ackType, ClientMsgID: cmid, ServerMsgID: "srv-" + cmid, ConversationID: "si_a_b", Seq: seq})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &frame{ReqIdentifier: code, MsgIncr: cmid, Data: b}
+}
+
+func pushFrame(t *testing.T, cmid, srvID string, seq int64) *frame {
+	t.Helper()
+	b, err := json.Marshal(message{ClientMsgID: cmid, ServerMsgID: srvID, ConversationID: "si_a_b", Seq: seq, Status: "normal"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &frame{ReqIdentifier: pushMsg, Data: b}
+}
+
+// step is one synthetic event: message i's answer, saved push, or a push
+// to the receiver.
+type step struct {
+	kind string // "ack", "saved", "push", "ack_saved", "error"
+	msg  int
+	seq  int64
+	srv  string // push: server_msg_id (default srv-<cmid>)
+}
+
+func TestRecorderCountsAnomalies(t *testing.T) {
+	cases := []struct {
+		name  string
+		msgs  int
+		steps []step
+		check func(t *testing.T, r Result)
+	}{
+		{"healthy two-phase", 2, []step{{"ack", 0, 1, ""}, {"ack", 1, 2, ""}, {"saved", 0, 1, ""}, {"push", 0, 1, ""}, {"saved", 1, 2, ""}, {"push", 1, 2, ""}},
+			func(t *testing.T, r Result) {
+				if !r.OK || r.Correctness.failures() != 0 || r.Latency.Lag.Count != 2 || r.Latency.Delivery.Count != 2 {
+					t.Fatalf("healthy run judged %+v", r)
+				}
+			}},
+		{"two-phase off answers saved", 1, []step{{"ack_saved", 0, 1, ""}, {"push", 0, 1, ""}},
+			func(t *testing.T, r Result) {
+				if !r.OK || r.Counts.AckSaved != 1 || r.Latency.Saved.Count != 1 || r.Latency.Lag.Count != 1 {
+					t.Fatalf("got %+v", r.Counts)
+				}
+			}},
+		{"never saved", 1, []step{{"ack", 0, 1, ""}, {"push", 0, 1, ""}},
+			func(t *testing.T, r Result) { want(t, r.Correctness.LostUnsaved, 1, "lost_unsaved") }},
+		{"never delivered", 1, []step{{"ack", 0, 1, ""}, {"saved", 0, 1, ""}},
+			func(t *testing.T, r Result) { want(t, r.Correctness.LostDeliveries, 1, "lost_deliveries") }},
+		{"never answered", 1, nil,
+			func(t *testing.T, r Result) { want(t, r.Correctness.Unanswered, 1, "unanswered") }},
+		{"raw duplicate push", 1, []step{{"ack", 0, 1, ""}, {"saved", 0, 1, ""}, {"push", 0, 1, ""}, {"push", 0, 1, ""}},
+			func(t *testing.T, r Result) {
+				want(t, r.Correctness.DuplicatesRaw, 1, "duplicates_raw")
+				want(t, r.Correctness.DuplicatesDeduped, 0, "duplicates_after_dedupe")
+			}},
+		{"same message under two seqs", 1, []step{{"ack", 0, 1, ""}, {"saved", 0, 1, ""}, {"push", 0, 1, ""}, {"push", 0, 2, ""}},
+			func(t *testing.T, r Result) { want(t, r.Correctness.DuplicatesDeduped, 1, "duplicates_after_dedupe") }},
+		{"two messages on one seq", 2, []step{{"ack", 0, 1, ""}, {"ack", 1, 1, ""}, {"saved", 0, 1, ""}, {"saved", 1, 1, ""}, {"push", 0, 1, ""}, {"push", 1, 1, ""}},
+			func(t *testing.T, r Result) {
+				want(t, r.Correctness.SeqConflicts, 2, "seq_conflicts (one from the ACKs, one at the receiver)")
+				want(t, r.Correctness.LostDeliveries, 1, "lost_deliveries (dedupe hides the second)")
+			}},
+		{"pushes out of order", 2, []step{{"ack", 0, 1, ""}, {"ack", 1, 2, ""}, {"saved", 0, 1, ""}, {"saved", 1, 2, ""}, {"push", 1, 2, ""}, {"push", 0, 1, ""}},
+			func(t *testing.T, r Result) { want(t, r.Correctness.ReordersReceiver, 1, "reorders_receiver") }},
+		{"seqs against send order", 2, []step{{"ack", 0, 2, ""}, {"ack", 1, 1, ""}, {"saved", 0, 2, ""}, {"saved", 1, 1, ""}, {"push", 1, 1, ""}, {"push", 0, 2, ""}},
+			func(t *testing.T, r Result) { want(t, r.Correctness.ReordersSender, 1, "reorders_sender") }},
+		{"a hole in the seqs", 2, []step{{"ack", 0, 1, ""}, {"ack", 1, 3, ""}, {"saved", 0, 1, ""}, {"saved", 1, 3, ""}, {"push", 0, 1, ""}, {"push", 1, 3, ""}},
+			func(t *testing.T, r Result) { want(t, r.Correctness.SeqGaps, 1, "seq_gaps") }},
+		{"refused", 1, []step{{"error", 0, 0, ""}},
+			func(t *testing.T, r Result) {
+				want(t, r.Errors["server_busy"], 1, "errors[server_busy]")
+				if r.OK {
+					t.Fatal("a refused message must fail the run")
+				}
+			}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			rec, snd, rcv, to := testWorld(t)
+			ids := make([]string, tc.msgs)
+			for i := range ids {
+				ids[i] = rec.newMsg(snd, to, rec.clk.now(), rec.clk.now(), nil)
+			}
+			for _, s := range tc.steps {
+				at := rec.clk.now()
+				switch s.kind {
+				case "ack":
+					rec.onFrame(snd, ackFrame(t, reqSendMsg, ids[s.msg], ackAccepted, s.seq), at)
+				case "ack_saved":
+					rec.onFrame(snd, ackFrame(t, reqSendMsg, ids[s.msg], ackSaved, s.seq), at)
+				case "saved":
+					rec.onFrame(snd, ackFrame(t, pushAck, ids[s.msg], ackSaved, s.seq), at)
+				case "push":
+					rec.onFrame(rcv, pushFrame(t, ids[s.msg], firstNonEmpty(s.srv, "srv-"+ids[s.msg]), s.seq), at)
+				case "error":
+					rec.onFrame(snd, &frame{ReqIdentifier: reqSendMsg, MsgIncr: ids[s.msg], ErrCode: 1503, ErrMsg: "server_busy"}, at)
+				}
+			}
+			tc.check(t, rec.finish([]*conn{snd, rcv}))
+		})
+	}
+}
+
+func want(t *testing.T, got, wantN int64, what string) {
+	t.Helper()
+	if got != wantN {
+		t.Fatalf("%s = %d, want %d", what, got, wantN)
+	}
+}
+
+// TestPercentilesNeverExceedMax: HDR answers the top of a bucket, which
+// can lie above the largest value recorded; the summary clamps to it.
+func TestPercentilesNeverExceedMax(t *testing.T) {
+	h := newLatencyHist()
+	for _, ns := range []int64{1_000_000, 2_000_000, 2_008_067_000} {
+		h.record(ns)
+	}
+	s := h.summary()
+	if s.Count != 3 || s.Max != 2008.067 || s.P999 > s.Max || s.P99 > s.Max {
+		t.Fatalf("summary %+v", s)
+	}
+}

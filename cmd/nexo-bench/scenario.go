@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// router hands frames to the current run's recorder; connections outlive
+// runs. Frames arriving between runs are dropped.
+type router struct{ cur atomic.Pointer[recorder] }
+
+func (rt *router) onFrame(c *conn, f *frame, at int64) {
+	if r := rt.cur.Load(); r != nil {
+		r.onFrame(c, f, at)
+	}
+}
+
+// modeSwitch changes the pipeline switches of a server the bench started
+// (--compare); nil for a remote server.
+type modeSwitch interface {
+	// SetMode applies "key=value,..." over the server's configured switches
+	// ("" restores them) and returns the resulting mode in words.
+	SetMode(spec string) (string, error)
+}
+
+// session is a set-up topology plus what runs need.
+type session struct {
+	o      *options
+	topo   *topology
+	router *router
+	clk    *clock
+	url    string
+	mode   string // the in-process server's switches, for the report
+	log    io.Writer
+}
+
+// newSession sets up the scenario's world against url.
+func newSession(ctx context.Context, o *options, url string, log io.Writer) (*session, error) {
+	s := &session{o: o, router: &router{}, clk: newClock(), url: url, log: log}
+	prefix, _ := newPrefix(o)
+	s.topo = &topology{api: newAPI(url), clk: s.clk, handler: s.router, o: o, prefix: prefix}
+	start := time.Now()
+	var err error
+	switch o.Scenario {
+	case "single", "reconnect":
+		err = s.topo.buildSingle(ctx)
+	case "group":
+		err = s.topo.buildGroup(ctx)
+	default:
+		return s, nil // connect builds its own sessions: they are the measurement
+	}
+	if err != nil {
+		s.topo.teardown(context.Background())
+		return nil, fmt.Errorf("set up %s at %s: %w", o.Scenario, url, err)
+	}
+	fmt.Fprintf(log, "set up %d users, %d groups, %d sessions in %.1fs (prefix %s)\n",
+		len(s.topo.conns), len(s.topo.groups), len(s.topo.online()), time.Since(start).Seconds(), prefix)
+	return s, nil
+}
+
+// runMessages runs one measured message scenario (single, group,
+// reconnect) over the session's topology.
+func (s *session) runMessages(ctx context.Context, label string) (Result, error) {
+	o := s.o
+	tag := randomTag()
+	s.topo.resetReceivers()
+	now := s.clk.now()
+	start := now + int64(100*time.Millisecond)
+	from := start + int64(o.Warmup)
+	end := from + int64(o.Duration)
+	rec := newRecorder(s.clk, tag, from, end, o.Await)
+	rec.pulls = func(c *conn, conv string) { go s.notifyPull(ctx, rec, c, conv) }
+	s.router.cur.Store(rec)
+
+	var rc *reconnector
+	if o.Scenario == "reconnect" {
+		rc = newReconnector(s, rec, from+int64(o.Duration)/3)
+		go rc.run(ctx)
+	}
+	stop := startProgress(ctx, s.log, o.Quiet, label, s.clk, rec, start, from, end)
+	cpu0 := sampleCPU()
+	drive(ctx, s.clk, rec, s.topo.senders, load{
+		rate: o.Rate, inflight: o.Inflight, start: start, end: end,
+		timeout: int64(o.AckTimeout), text: payloadText(o.Payload),
+	})
+	usage := usageBetween(cpu0, sampleCPU())
+	// Drain: wait for every outstanding ACK and push, at most o.Grace.
+	deadline := time.Now().Add(o.Grace)
+	if rc != nil {
+		rc.wait()
+	}
+	for rec.progress().outstanding > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+		time.Sleep(20 * time.Millisecond)
+	}
+	stop()
+	res := rec.finish(s.topo.conns)
+	if rc != nil {
+		res.Reconnect = rc.result()
+	}
+	s.fill(&res, label)
+	res.Usage = usage
+	return res, ctx.Err()
+}
+
+// notifyPull reads what a 2102 announced: from the highest seq the
+// connection has shown (or the first seq of this run) up to the announced
+// max_seq, coalescing notifies that arrive meanwhile.
+func (s *session) notifyPull(ctx context.Context, rec *recorder, c *conn, conv string) {
+	next := max(c.recv.highest(conv)+1, rec.firstSeq(conv))
+	for {
+		target, more := c.recv.pullTarget(conv, next-1)
+		if !more {
+			return
+		}
+		if next <= 1 { // nothing known of this conversation: read the newest page
+			next = max(1, target-maxPullLimit+1)
+		}
+		res, err := c.pull(ctx, pullData{ConversationID: conv, BeginSeq: next, EndSeq: target, Limit: maxPullLimit})
+		if err != nil {
+			rec.countError("pull_"+reasonOf(err), s.clk.now())
+			c.recv.abortPull(conv)
+			return
+		}
+		at := s.clk.now()
+		last := next - 1
+		for i := range res.Messages {
+			rec.onShown(c, &res.Messages[i], at, false, true)
+			last = max(last, res.Messages[i].Seq)
+		}
+		if last < next { // the server has not saved them yet: the next notify retries
+			c.recv.abortPull(conv)
+			return
+		}
+		next = last + 1
+	}
+}
+
+// fill adds the description of the run to a result.
+func (s *session) fill(res *Result, label string) {
+	res.Tool, res.Schema, res.Name, res.Scenario = "nexo-bench", 1, label, s.o.Scenario
+	res.StartedAt = s.clk.base.UTC().Format(time.RFC3339)
+	res.Target = Target{URL: s.url, InProcess: s.o.InProcess, Mode: s.mode}
+	res.Machine = machine()
+	res.Params = s.o.params()
+	if res.Params.Loop != "" {
+		res.Params.Senders = len(s.topo.senders)
+	}
+}
+
+func machine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), GoVersion: runtime.Version(), OS: runtime.GOOS, Arch: runtime.GOARCH}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPUModel = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return m
+}
+
+func randomTag() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return "b" + hex.EncodeToString(b)
+}
+
+// close tears the session down.
+func (s *session) close() {
+	for _, w := range s.topo.teardown(context.Background()) {
+		fmt.Fprintln(s.log, "cleanup:", w)
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// SuiteIndex is docs/bench/suite.json: what the last `make bench` ran and
+// where each result is. summarize reads it.
+type SuiteIndex struct {
+	Tool      string       `json:"tool"`
+	Schema    int          `json:"schema"`
+	StartedAt string       `json:"started_at"`
+	Seconds   float64      `json:"seconds"`
+	Command   string       `json:"command"`
+	Quick     bool         `json:"quick"`
+	Machine   Machine      `json:"machine"`
+	Entries   []SuiteEntry `json:"entries"`
+}
+
+// SuiteEntry is one step of the suite: a run, a comparison or the
+// maximum-rate search, with its JSON and HTML files (relative names).
+type SuiteEntry struct {
+	Kind  string `json:"kind"` // run | compare | ramp
+	Name  string `json:"name"`
+	Title string `json:"title"`
+	File  string `json:"file"`
+	HTML  string `json:"html"`
+	OK    bool   `json:"ok"`
+}
+
+// suite runs the standard steps against one in-process server.
+type suite struct {
+	dir    string
+	quick  bool
+	srv    *inProcessServer
+	stdout io.Writer
+	log    io.Writer
+	index  SuiteIndex
+}
+
+// base returns the run flags' defaults with the suite's common settings.
+func (s *suite) base() options {
+	var o options
+	fs := flag.NewFlagSet("", flag.ContinueOnError)
+	o.register(fs)
+	o.InProcess, o.URL = true, s.srv.URL()
+	o.Warmup, o.Duration, o.Grace = time.Second, 5*time.Second, 5*time.Second
+	return o
+}
+
+// scaled shortens d for --quick (a smoke test of the suite itself).
+func (s *suite) scaled(d time.Duration) time.Duration {
+	if s.quick {
+		return max(d/5, time.Second)
+	}
+	return d
+}
+
+func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("nexo-bench suite", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("out-dir", "docs/bench", "where results go (JSON, HTML, results.md, suite.json)")
+	readme := fs.String("readme", "README.md", "regenerate this file's performance section afterwards (\"\" skips)")
+	quick := fs.Bool("quick", false, "fifth of every duration and smaller loads: checks the suite runs, measures little")
+	only := fs.String("only", "", "comma-separated step names to run (default: all; see docs/bench/README.md)")
+	var so serverOptions
+	so.register(fs)
+	fresh := fs.Lookup("fresh-db")
+	fresh.DefValue = "true" // the suite starts from an empty database unless told otherwise
+	_ = fresh.Value.Set("true")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	srv, err := startInProcess(ctx, so, stderr)
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	s := &suite{dir: *dir, quick: *quick, srv: srv, stdout: stdout, log: stderr}
+	s.index = SuiteIndex{Tool: "nexo-bench", Schema: 1, StartedAt: time.Now().UTC().Format(time.RFC3339),
+		Command: "nexo-bench suite " + strings.Join(args, " "), Quick: *quick, Machine: machine()}
+	started := time.Now()
+	want := map[string]bool{}
+	for _, n := range strings.Split(*only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
+	var failed []string
+	for _, st := range s.steps() {
+		if len(want) > 0 && !want[st.name] {
+			continue
+		}
+		fmt.Fprintf(stderr, "\n### suite step %s: %s\n", st.name, st.title)
+		e, err := st.run(ctx)
+		if err != nil {
+			return fmt.Errorf("step %s: %w", st.name, err)
+		}
+		e.Name, e.Title = st.name, st.title
+		if !e.OK {
+			failed = append(failed, st.name)
+		}
+		s.index.Entries = append(s.index.Entries, e)
+	}
+	s.index.Seconds = round1(time.Since(started).Seconds())
+	if err := writeJSON(filepath.Join(*dir, "suite.json"), &s.index); err != nil {
+		return err
+	}
+	if err := summarize(*dir, *readme, stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "suite done in %.0fs; results in %s\n", s.index.Seconds, *dir)
+	if len(failed) > 0 {
+		return fmt.Errorf("steps with a correctness failure: %s", strings.Join(failed, ", "))
+	}
+	return nil
+}
+
+type suiteStep struct {
+	name, title string
+	run         func(ctx context.Context) (SuiteEntry, error)
+}
+
+// steps is the standard suite (docs/bench/README.md lists it with the
+// reasons for each duration).
+func (s *suite) steps() []suiteStep {
+	var steps []suiteStep
+	for _, rate := range []float64{1000, 5000, 10000} {
+		name := fmt.Sprintf("single-%dk", int(rate/1000))
+		steps = append(steps, suiteStep{name, fmt.Sprintf("single chat, 100 pairs, open loop %g msg/s: two-phase on (A) vs off (B)", rate),
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Pairs, o.Rate, o.Compare, o.Duration = 100, rate, "two_phase.enabled=false", s.scaled(5*time.Second)
+				return s.compare(ctx, name, &o)
+			}})
+	}
+	steps = append(steps,
+		suiteStep{"max-rate", "highest sustained persisted rate (ACK(saved) p99 < 100 ms), two-phase on and off",
+			func(ctx context.Context) (SuiteEntry, error) { return s.ramp(ctx, "max-rate") }},
+		suiteStep{"closed-50", "50 pairs, closed loop, one message in flight per sender (until ACK), 20 s",
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Pairs, o.Rate, o.Inflight, o.Duration = 50, 0, 1, s.scaled(20*time.Second)
+				return s.run(ctx, "closed-50", &o)
+			}},
+		suiteStep{"closed-50-saved", "50 pairs, closed loop, one message in flight per sender until ACK(saved), 10 s",
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Pairs, o.Rate, o.Inflight, o.Await, o.Duration = 50, 0, 1, ackSaved, s.scaled(10*time.Second)
+				return s.run(ctx, "closed-50-saved", &o)
+			}},
+		suiteStep{"open-50x10", "50 pairs × 10 msg/s per sender (500 msg/s), open loop, 20 s",
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Pairs, o.Rate, o.Duration = 50, 500, s.scaled(20*time.Second)
+				return s.run(ctx, "open-50x10", &o)
+			}},
+		suiteStep{"group-10x10", "10 groups × 11 members, all online (10 receivers per message), 500 msg/s",
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Scenario, o.Groups, o.Members, o.Rate, o.Duration = "group", 10, 11, 500, s.scaled(10*time.Second)
+				return s.run(ctx, "group-10x10", &o)
+			}},
+		suiteStep{"group-500", "one 500-member group, all online, 20 msg/s (about 10,000 deliveries/s)",
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Scenario, o.Groups, o.Members, o.Rate, o.Duration = "group", 1, 500, 20, s.scaled(10*time.Second)
+				return s.run(ctx, "group-500", &o)
+			}},
+		suiteStep{"reconnect", "50 pairs at 500 msg/s; half the receivers dropped for 2 s, then gap fill by pull",
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Scenario, o.Pairs, o.Rate, o.Duration = "reconnect", 50, 500, s.scaled(9*time.Second)
+				return s.run(ctx, "reconnect", &o)
+			}},
+		suiteStep{"connect-10k", "connection storm: 10,000 sessions, then 10 s idle (client in a child process)",
+			func(ctx context.Context) (SuiteEntry, error) { return s.connect(ctx, "connect-10k") }},
+	)
+	return steps
+}
+
+func (s *suite) files(name string) (string, string, SuiteEntry) {
+	e := SuiteEntry{File: name + ".json", HTML: name + ".html"}
+	return filepath.Join(s.dir, e.File), filepath.Join(s.dir, e.HTML), e
+}
+
+// run runs one scenario on a fresh topology and writes its files.
+func (s *suite) run(ctx context.Context, name string, o *options) (SuiteEntry, error) {
+	o.Label = name
+	if s.quick {
+		o.Rate /= 5
+	}
+	jsonPath, htmlPath, e := s.files(name)
+	e.Kind = "run"
+	sess, err := newSession(ctx, o, o.URL, s.log)
+	if err != nil {
+		return e, err
+	}
+	defer sess.close()
+	if sess.mode, err = s.srv.SetMode(""); err != nil {
+		return e, err
+	}
+	res, err := sess.runMessages(ctx, name)
+	if err != nil {
+		return e, err
+	}
+	writeTable(s.stdout, &res)
+	e.OK = res.OK
+	return e, writeOutputs(jsonPath, htmlPath, &res, name, tableText(&res), resultCharts(&res))
+}
+
+// compare runs o.Compare against the server's configured mode, alternating.
+func (s *suite) compare(ctx context.Context, name string, o *options) (SuiteEntry, error) {
+	o.Label = name
+	if s.quick {
+		o.Rate, o.Repeat = o.Rate/5, 1
+	}
+	jsonPath, htmlPath, e := s.files(name)
+	e.Kind = "compare"
+	sess, err := newSession(ctx, o, o.URL, s.log)
+	if err != nil {
+		return e, err
+	}
+	defer sess.close()
+	c, err := runCompare(ctx, s.log, o, sess, sess, "", o.Compare, s.srv)
+	if err != nil {
+		return e, err
+	}
+	writeCompare(s.stdout, c)
+	e.OK = c.A.Median["failures"]+c.B.Median["failures"] == 0
+	return e, writeOutputs(jsonPath, htmlPath, c, name, compareText(c), compareChart(c))
+}
+
+// connect runs the connection storm from a child process: the client's
+// ten thousand sockets then do not count against this process's file
+// limit, and the server's /metrics show the server's memory alone.
+func (s *suite) connect(ctx context.Context, name string) (SuiteEntry, error) {
+	jsonPath, htmlPath, e := s.files(name)
+	e.Kind = "run"
+	n, idle := 10000, s.scaled(10*time.Second)
+	if s.quick {
+		n = 1000
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return e, err
+	}
+	cmd := exec.CommandContext(ctx, self, "run", "--scenario", "connect", "--url", s.srv.URL(),
+		"--connections", fmt.Sprint(n), "--duration", idle.String(), "--label", name,
+		"--out", jsonPath, "--html", htmlPath)
+	cmd.Stdout, cmd.Stderr = s.stdout, s.log
+	runErr := cmd.Run()
+	var res Result
+	if err := readJSON(jsonPath, &res); err != nil {
+		return e, errors.Join(runErr, err)
+	}
+	e.OK = res.OK
+	return e, nil
+}

@@ -91,6 +91,7 @@ type frame struct {
 	code    int
 	seq     int64 // 2001: the message's seq; 2102: max_seq
 	msgType int
+	sender  string
 }
 
 // fakeRegistry is an in-memory connection registry that records every
@@ -119,15 +120,16 @@ func decodeFrame(f ws.Frame) (frame, error) {
 	var w struct {
 		ReqIdentifier int `json:"req_identifier"`
 		Data          struct {
-			Seq     int64 `json:"seq"`
-			MaxSeq  int64 `json:"max_seq"`
-			MsgType int   `json:"msg_type"`
+			Seq      int64  `json:"seq"`
+			MaxSeq   int64  `json:"max_seq"`
+			MsgType  int    `json:"msg_type"`
+			SenderID string `json:"sender_id"`
 		} `json:"data"`
 	}
 	if err := json.Unmarshal(f.Bytes(), &w); err != nil {
 		return frame{}, err
 	}
-	out := frame{code: w.ReqIdentifier, seq: w.Data.Seq, msgType: w.Data.MsgType}
+	out := frame{code: w.ReqIdentifier, seq: w.Data.Seq, msgType: w.Data.MsgType, sender: w.Data.SenderID}
 	if w.ReqIdentifier == wire.PushGroupNotify {
 		out.seq = w.Data.MaxSeq
 	}

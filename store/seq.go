@@ -78,3 +78,18 @@ func (db *DB) greatestUpsert(col string) clause.Expr {
 	}
 	return gorm.Expr(fmt.Sprintf("GREATEST(%s, VALUES(%s))", col, col))
 }
+
+// ReturnLease lowers the reserved ceiling of conversationID from ceiling
+// back to issued, giving back seqs a lease reserved but nobody issued, so the
+// next start continues without a gap. It does nothing when the ceiling has
+// moved since (another lease was taken). Only safe once nothing can issue
+// from the returned range: the embedded default calls it at shutdown.
+func (r *SeqRepo) ReturnLease(ctx context.Context, conversationID string, issued, ceiling int64) error {
+	err := r.db.Gorm.WithContext(ctx).Model(&seqConversationRow{}).
+		Where("conversation_id = ? AND reserved_seq = ? AND max_seq <= ?", conversationID, ceiling, issued).
+		Update("reserved_seq", issued).Error
+	if err != nil {
+		return fmt.Errorf("return lease of %s: %w", conversationID, err)
+	}
+	return nil
+}

@@ -58,6 +58,23 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		return err
 	}
 	a.add(component{name: "pipeline", run: pipeline.Run})
+	if a.embedded {
+		// The in-process Redis dies with the process: give back the seqs its
+		// leases reserved but never issued, so a restart continues without a
+		// gap (a shared Redis keeps its leases instead).
+		a.add(component{name: "seq leases", stop: func(ctx context.Context) error {
+			unused, err := accepter.UnusedLeases(ctx)
+			if err != nil {
+				return err
+			}
+			for _, l := range unused {
+				if err := seqs.ReturnLease(ctx, l.ConversationID, l.Issued, l.Ceiling); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+	}
 
 	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, pusher, nil, a.metrics, a.log)
 	a.add(component{name: "push queue", run: func(ctx context.Context) error { return fanout.Run(ctx, a.cfg.Push.Workers) }})

@@ -143,3 +143,34 @@ func pullAll(t *testing.T, base, token, conv string) []map[string]any {
 		begin += len(msgs)
 	}
 }
+
+// TestEmbeddedRestartContinuesWithoutGap: the embedded Redis starts empty,
+// so seqs resume from the database; a graceful stop gives back what its
+// leases never issued, so the next start continues at the next seq.
+func TestEmbeddedRestartContinuesWithoutGap(t *testing.T) {
+	t.Parallel()
+	cfg := embeddedConfig(t)
+	cfg.JWT.Secret = validSecret
+	base, _, stop := startApp(t, cfg)
+	ta := user(t, base, "amy")
+	user(t, base, "bo")
+	a := dial(t, base, "amy", ta)
+	for i := 1; i <= 3; i++ {
+		if r := a.send("bo", fmt.Sprint("m", i), "x"); r.field("seq") != float64(i) {
+			t.Fatalf("first run m%d: %s", i, r.Data)
+		}
+	}
+	a.waitPushes(2101, "saved before the stop", func(f []frame) bool { return len(f) >= 3 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	base, _, _ = startApp(t, cfg) // same SQLite file, a fresh in-process Redis
+	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"amy","password":"password1","platform_id":5}`, "")
+	if code != 200 {
+		t.Fatalf("login after restart: %d %v", code, env)
+	}
+	a = dial(t, base, "amy", dataField(env, "token"))
+	if r := a.send("bo", "m4", "x"); r.ErrCode != 0 || r.field("seq") != 4.0 {
+		t.Fatalf("after restart: %s, want seq 4", r.Data)
+	}
+}

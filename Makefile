@@ -22,6 +22,7 @@ build:
 test: importcheck
 	@[ -n "$(RACE)" ] || echo "make test: no C compiler found, running without -race" >&2
 	$(GO) test $(RACE) -count=1 ./...
+	$(GO) test -run '^$$' -fuzz=FuzzDecodeAndDispatch -fuzztime=10s ./gateway/ws
 
 lint: importcheck
 	@unformatted=$$(gofmt -l .); \

@@ -70,6 +70,10 @@ func (s *Server) login(ctx context.Context, c *app.RequestContext) {
 		WriteError(ctx, c, s.log, err)
 		return
 	}
+	if tok.Replaced != "" && s.deps.OnLogout != nil {
+		// The older login's live sessions end now (session_invalid).
+		s.deps.OnLogout(u.ID, req.PlatformID, tok.Replaced)
+	}
 	WriteOK(c, tokenResponseOf(tok))
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
@@ -149,4 +150,26 @@ func TestRetriesNeverCreateASecondMessage(t *testing.T) {
 func dialPlatform(t *testing.T, base, userID, token string, platform int) *wsClient {
 	t.Helper()
 	return dialURL(t, base, fmt.Sprintf("/ws?platform_id=%d&send_id=%s&token=%s", platform, userID, token), userID, token)
+}
+
+// TestNewerLoginEndsTheOlderSession: a new login on the same platform
+// revokes the older token, and its live WebSocket session is closed at once
+// with session_invalid (not only at the next token check).
+func TestNewerLoginEndsTheOlderSession(t *testing.T) {
+	t.Parallel()
+	cfg := realConfig(t)
+	base, _, _ := startApp(t, cfg)
+	old := dial(t, base, "kim", user(t, base, "kim"))
+	if code, env := call(t, "POST", base+"/auth/login", `{"user_id":"kim","password":"password1","platform_id":5}`, ""); code != 200 {
+		t.Fatalf("second login: %d %v", code, env)
+	}
+	got := old.waitPushes(3001, "session_invalid", func(f []frame) bool { return len(f) >= 1 })
+	if got[0].field("reason") != "session_invalid" {
+		t.Fatalf("error push %s", got[0].Data)
+	}
+	select {
+	case <-old.closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the older session stayed open")
+	}
 }

@@ -87,6 +87,9 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	puller := chat.NewPuller(msgs, seqs, nil)
 	chat.NewHandlers(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
 
+	// Without KeepHijackedConns Hertz ignores Close on a hijacked
+	// connection, and no server-side close (kick, slow consumer) would work.
+	ws.ConfigureHertz(a.server.Hertz())
 	a.server.Route("GET", "/ws", a.ws.Handler(), false)
 	hub := a.ws
 	a.server.Hertz().OnShutdown = append(a.server.Hertz().OnShutdown, func(ctx context.Context) { _ = hub.Shutdown(ctx) })

@@ -25,6 +25,9 @@ type Claims struct {
 
 // Token is a freshly issued token and its expiry (whole seconds, as in exp).
 type Token struct {
+	// Replaced is the jti of the token this one replaced as the active token
+	// of its user and platform ("" if none): its live sessions must close.
+	Replaced  string
 	Token     string
 	JTI       string
 	ExpiresAt time.Time

@@ -50,9 +50,11 @@ func (i *Issuer) Issue(ctx context.Context, userID string, platformID int) (Toke
 	if err != nil {
 		return Token{}, err
 	}
-	if _, err := i.tokens.Activate(ctx, userID, platformID, tok.JTI, time.Until(tok.ExpiresAt)); err != nil {
+	prev, err := i.tokens.Activate(ctx, userID, platformID, tok.JTI, time.Until(tok.ExpiresAt))
+	if err != nil {
 		return Token{}, fmt.Errorf("issue token: %w", err)
 	}
+	tok.Replaced = prev
 	return tok, nil
 }
 

@@ -50,6 +50,11 @@ type Deps struct {
 	Presence Presence
 	Logger   *slog.Logger
 	Metrics  prometheus.Registerer
+	// OnConnect, when set, runs once per connection after it is
+	// authenticated and registered (pushes to it are delivered), on a
+	// goroutine of its own with the connection's context, which ends when
+	// the connection closes. Offline resend hangs here.
+	OnConnect func(ctx context.Context, c *Conn)
 }
 
 // Server is the WebSocket gateway of one process: handshake handler,
@@ -59,6 +64,7 @@ type Server struct {
 	auth     Authenticator
 	tokens   TokenChecker
 	presence Presence
+	onConn   func(ctx context.Context, c *Conn)
 	log      *slog.Logger
 	metrics  *metrics
 	upgrader websocket.HertzUpgrader
@@ -113,6 +119,7 @@ func New(cfg configs.WS, deps Deps) (*Server, error) {
 		auth:     deps.Auth,
 		tokens:   deps.Tokens,
 		presence: deps.Presence,
+		onConn:   deps.OnConnect,
 		log:      log,
 		metrics:  m,
 		reg:      newRegistry(cfg.LoginPolicy, newLimiter),

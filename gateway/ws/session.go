@@ -51,6 +51,9 @@ func (s *Server) run(c *Conn, t transport) {
 	s.metrics.conns.Inc()
 	s.markOnline(c)
 	c.startTimers()
+	if s.onConn != nil {
+		go s.runOnConnect(c)
+	}
 	s.log.Debug("ws connected", "conn_id", c.id, "user_id", c.userID, "platform_id", c.platformID,
 		"operation_id", c.operationID)
 
@@ -67,6 +70,17 @@ func (s *Server) run(c *Conn, t transport) {
 		s.markOffline(c.userID)
 	}
 	s.log.Debug("ws disconnected", "conn_id", c.id, "user_id", c.userID, "platform_id", c.platformID, "cause", cause)
+}
+
+// runOnConnect runs the OnConnect hook; a panic in it ends the hook, not
+// the server.
+func (s *Server) runOnConnect(c *Conn) {
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("ws OnConnect panicked", "conn_id", c.id, "user_id", c.userID, "panic", fmt.Sprint(p))
+		}
+	}()
+	s.onConn(c.ctx, c)
 }
 
 // safeReadLoop is readLoop with a last-resort recover: the server never

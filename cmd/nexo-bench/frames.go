@@ -37,6 +37,28 @@ type frame struct {
 	Data          json.RawMessage `json:"data,omitempty"`
 }
 
+// inFrame is a frame the server sent, decoded in one pass: data is the
+// union of every data object nexo-bench reads (an ACK, a message, a
+// notify, an error push, a pull result), so no frame is parsed twice.
+type inFrame struct {
+	ReqIdentifier int    `json:"req_identifier"`
+	MsgIncr       string `json:"msg_incr"`
+	ErrCode       int    `json:"err_code"`
+	ErrMsg        string `json:"err_msg"`
+	Data          inData `json:"data"`
+}
+
+// inData holds the fields of every data object nexo-bench reads; those of
+// other shapes stay zero.
+type inData struct {
+	message            // 2001 pushes; the ACK fields shared with it
+	AckType  string    `json:"ack_type"` // 1003 answers, 2101 pushes
+	MaxSeq   int64     `json:"max_seq"`  // 2102 notifies, pull results
+	MinSeq   int64     `json:"min_seq"`  // pull results
+	Messages []message `json:"messages"` // pull results
+	Reason   string    `json:"reason"`   // 3001 pushes, error answers
+}
+
 // content is a message body; nexo-bench only sends text (msg_type 101).
 type content struct {
 	Text string `json:"text,omitempty"`
@@ -50,17 +72,6 @@ type sendData struct {
 	GroupID     string  `json:"group_id,omitempty"`
 	MsgType     int     `json:"msg_type"`
 	Content     content `json:"content"`
-}
-
-// ackData is the data of a 1003 response and of a 2101 push: ack_type
-// "accepted" (in the stream, saved later) or "saved" (in the database).
-type ackData struct {
-	AckType        string `json:"ack_type"`
-	ServerMsgID    string `json:"server_msg_id"`
-	ClientMsgID    string `json:"client_msg_id"`
-	ConversationID string `json:"conversation_id"`
-	Seq            int64  `json:"seq"`
-	SendAt         int64  `json:"send_at"`
 }
 
 // message is the message object of 2001 pushes and of pulls. A placeholder
@@ -77,12 +88,6 @@ type message struct {
 	SessionType    int    `json:"session_type"`
 	Status         string `json:"status"`
 	SendAt         int64  `json:"send_at"`
-}
-
-// notifyData is the data of a 2102 push (group notify mode).
-type notifyData struct {
-	ConversationID string `json:"conversation_id"`
-	MaxSeq         int64  `json:"max_seq"`
 }
 
 // pullData is the data of a 1005 request (and the query of GET /msg/pull).

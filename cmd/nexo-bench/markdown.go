@@ -20,8 +20,12 @@ func (l *loaded) header() string {
 // B = off) of medians.
 func compareRows(c *CompareResult, rateLabel string) string {
 	row := func(side string, m map[string]float64) string {
+		lag := ms(m["lag_p99_ms"])
+		if side == "off" {
+			lag = "–" // the answer itself is ACK(saved)
+		}
 		return fmt.Sprintf("| %s | %s | %s | %s / %s | %s | %s | %s | %s |\n", rateLabel, side, rate(m["saved_per_s"]),
-			ms(m["accepted_p50_ms"]), ms(m["accepted_p99_ms"]), ms(m["saved_p99_ms"]), ms(m["lag_p99_ms"]), ms(m["delivery_p99_ms"]), okMark(m["failures"]))
+			ms(m["accepted_p50_ms"]), ms(m["accepted_p99_ms"]), ms(m["saved_p99_ms"]), lag, ms(m["delivery_p99_ms"]), okMark(m["failures"]))
 	}
 	return row("on", c.A.Median) + row("off", c.B.Median)
 }

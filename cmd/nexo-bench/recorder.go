@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,33 +179,22 @@ func (r *recorder) settle(m *msgRec) {
 }
 
 // onFrame implements frameHandler.
-func (r *recorder) onFrame(c *conn, f *frame, at int64) {
+func (r *recorder) onFrame(c *conn, f *inFrame, at int64) {
+	d := &f.Data
 	switch f.ReqIdentifier {
 	case reqSendMsg:
 		r.onAnswer(f, at)
 	case pushAck:
-		var a ackData
-		if json.Unmarshal(f.Data, &a) == nil && a.AckType == ackSaved {
-			r.onSaved(a.ClientMsgID, at)
+		if d.AckType == ackSaved {
+			r.onSaved(d.ClientMsgID, at)
 		}
 	case pushMsg:
-		var m message
-		if json.Unmarshal(f.Data, &m) != nil {
-			r.countError("bad_push", at)
-			return
-		}
-		r.onShown(c, &m, at, true, false)
+		r.onShown(c, &d.message, at, true, false)
 	case pushGroupNotify:
-		var n notifyData
-		if json.Unmarshal(f.Data, &n) == nil && c.recv.startPull(n.ConversationID, n.MaxSeq) && r.pulls != nil {
-			r.pulls(c, n.ConversationID)
+		if c.recv.startPull(d.ConversationID, d.MaxSeq) && r.pulls != nil {
+			r.pulls(c, d.ConversationID)
 		}
 	case pushError:
-		var d struct {
-			Reason      string `json:"reason"`
-			ClientMsgID string `json:"client_msg_id"`
-		}
-		_ = json.Unmarshal(f.Data, &d)
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.errors[firstNonEmpty(d.Reason, f.ErrMsg, "error_push")]++
@@ -240,13 +228,8 @@ func firstNonEmpty(s ...string) string {
 }
 
 // onAnswer handles the response to a 1003: an ACK or an error.
-func (r *recorder) onAnswer(f *frame, at int64) {
-	var a ackData
-	if f.ErrCode == 0 {
-		if err := json.Unmarshal(f.Data, &a); err != nil {
-			f.ErrCode, f.ErrMsg = -1, "bad_ack"
-		}
-	}
+func (r *recorder) onAnswer(f *inFrame, at int64) {
+	a := &f.Data
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.lookup(f.MsgIncr)

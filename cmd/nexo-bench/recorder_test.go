@@ -19,22 +19,43 @@ func testWorld(t *testing.T) (*recorder, *conn, *conn, *target) {
 	return rec, snd, rcv, to
 }
 
-func ackFrame(t *testing.T, code int, cmid, ackType string, seq int64) *frame {
-	t.Helper()
-	b, err := json.Marshal(ackData{AckType: ackType, ClientMsgID: cmid, ServerMsgID: "srv-" + cmid, ConversationID: "si_a_b", Seq: seq})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &frame{ReqIdentifier: code, MsgIncr: cmid, Data: b}
+// ackData is the data of a 1003 response and of a 2101 push: ack_type
+// "accepted" (in the stream, saved later) or "saved" (in the database).
+type ackData struct {
+	AckType        string `json:"ack_type"`
+	ServerMsgID    string `json:"server_msg_id"`
+	ClientMsgID    string `json:"client_msg_id"`
+	ConversationID string `json:"conversation_id"`
+	Seq            int64  `json:"seq"`
+	SendAt         int64  `json:"send_at"`
 }
 
-func pushFrame(t *testing.T, cmid, srvID string, seq int64) *frame {
+// decodeFrame turns v into JSON and back through the reader's decoder, so
+// the tests exercise the same single-pass decode as a live connection.
+func decodeFrame(t *testing.T, code int, msgIncr string, data any) *inFrame {
 	t.Helper()
-	b, err := json.Marshal(message{ClientMsgID: cmid, ServerMsgID: srvID, ConversationID: "si_a_b", Seq: seq, Status: "normal"})
+	b, err := json.Marshal(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &frame{ReqIdentifier: pushMsg, Data: b}
+	raw, err := json.Marshal(frame{ReqIdentifier: code, MsgIncr: msgIncr, Data: b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := new(inFrame)
+	if err := json.Unmarshal(raw, f); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func ackFrame(t *testing.T, code int, cmid, ackType string, seq int64) *inFrame {
+	return decodeFrame(t, code, cmid, ackData{AckType: ackType, ClientMsgID: cmid, ServerMsgID: "srv-" + cmid, ConversationID: "si_a_b", Seq: seq})
+}
+
+func pushFrame(t *testing.T, cmid, srvID string, seq int64) *inFrame {
+	return decodeFrame(t, pushMsg, "", map[string]any{"client_msg_id": cmid, "server_msg_id": srvID, "conversation_id": "si_a_b",
+		"seq": seq, "status": "normal", "content": map[string]string{"text": "hi"}})
 }
 
 // step is one synthetic event: message i's answer, saved push, or a push
@@ -116,7 +137,9 @@ func TestRecorderCountsAnomalies(t *testing.T) {
 				case "push":
 					rec.onFrame(rcv, pushFrame(t, ids[s.msg], firstNonEmpty(s.srv, "srv-"+ids[s.msg]), s.seq), at)
 				case "error":
-					rec.onFrame(snd, &frame{ReqIdentifier: reqSendMsg, MsgIncr: ids[s.msg], ErrCode: 1503, ErrMsg: "server_busy"}, at)
+					f := decodeFrame(t, reqSendMsg, ids[s.msg], map[string]string{"reason": "server_busy"})
+					f.ErrCode, f.ErrMsg = 1503, "server_busy"
+					rec.onFrame(snd, f, at)
 				}
 			}
 			tc.check(t, rec.finish([]*conn{snd, rcv}))

@@ -17,7 +17,7 @@ import (
 // runs. Frames arriving between runs are dropped.
 type router struct{ cur atomic.Pointer[recorder] }
 
-func (rt *router) onFrame(c *conn, f *frame, at int64) {
+func (rt *router) onFrame(c *conn, f *inFrame, at int64) {
 	if r := rt.cur.Load(); r != nil {
 		r.onFrame(c, f, at)
 	}

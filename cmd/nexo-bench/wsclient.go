@@ -20,7 +20,7 @@ import (
 // receive time on the run's clock. Called from the connection's reader
 // goroutine, so frames of one connection arrive in order.
 type frameHandler interface {
-	onFrame(c *conn, f *frame, at int64)
+	onFrame(c *conn, f *inFrame, at int64)
 }
 
 // conn is one WebSocket session of one user on one platform: one reader
@@ -41,7 +41,7 @@ type conn struct {
 
 	incr    atomic.Uint64
 	pmu     sync.Mutex
-	pending map[string]chan frame
+	pending map[string]chan *inFrame
 
 	done      chan struct{} // closed when the reader exits
 	closeMu   sync.Mutex
@@ -89,7 +89,7 @@ func (c *conn) dial(ctx context.Context, a *api) error {
 	c.closeMu.Unlock()
 	c.pmu.Lock()
 	if c.pending == nil {
-		c.pending = map[string]chan frame{}
+		c.pending = map[string]chan *inFrame{}
 	}
 	c.pmu.Unlock()
 	ws.SetPongHandler(func(string) error {
@@ -113,12 +113,12 @@ func (c *conn) readLoop(ws *websocket.Conn, done chan struct{}) {
 			return
 		}
 		at := c.clk.now()
-		var f frame
-		if err := json.Unmarshal(raw, &f); err != nil {
-			c.handler.onFrame(c, &frame{ReqIdentifier: -1, ErrMsg: "bad_frame"}, at)
+		f := new(inFrame)
+		if err := json.Unmarshal(raw, f); err != nil {
+			c.handler.onFrame(c, &inFrame{ReqIdentifier: -1, ErrMsg: "bad_frame"}, at)
 			continue
 		}
-		if f.MsgIncr != "" && f.ReqIdentifier < 2000 {
+		if f.MsgIncr != "" && f.ReqIdentifier < 2000 && f.MsgIncr[0] == 'r' {
 			c.pmu.Lock()
 			ch, ok := c.pending[f.MsgIncr]
 			delete(c.pending, f.MsgIncr)
@@ -128,7 +128,7 @@ func (c *conn) readLoop(ws *websocket.Conn, done chan struct{}) {
 				continue
 			}
 		}
-		c.handler.onFrame(c, &f, at)
+		c.handler.onFrame(c, f, at)
 	}
 }
 
@@ -199,13 +199,13 @@ func (c *conn) write(f *frame) error {
 
 // request sends a frame with a fresh msg_incr and waits for its answer.
 // A response with err_code != 0 is an *apiError carrying the reason.
-func (c *conn) request(ctx context.Context, code int, data any) (json.RawMessage, error) {
+func (c *conn) request(ctx context.Context, code int, data any) (*inData, error) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		return nil, err
 	}
 	id := "r" + strconv.FormatUint(c.incr.Add(1), 10)
-	ch := make(chan frame, 1)
+	ch := make(chan *inFrame, 1)
 	c.pmu.Lock()
 	c.pending[id] = ch
 	c.pmu.Unlock()
@@ -223,7 +223,7 @@ func (c *conn) request(ctx context.Context, code int, data any) (json.RawMessage
 		if f.ErrCode != 0 {
 			return nil, &apiError{Code: f.ErrCode, Reason: f.ErrMsg}
 		}
-		return f.Data, nil
+		return &f.Data, nil
 	case <-ctx.Done():
 		c.pmu.Lock()
 		delete(c.pending, id)
@@ -234,13 +234,11 @@ func (c *conn) request(ctx context.Context, code int, data any) (json.RawMessage
 
 // pull reads a window of a conversation over this session (1005).
 func (c *conn) pull(ctx context.Context, p pullData) (pullResult, error) {
-	raw, err := c.request(ctx, reqPullMsgRange, p)
+	d, err := c.request(ctx, reqPullMsgRange, p)
 	if err != nil {
 		return pullResult{}, err
 	}
-	var out pullResult
-	err = json.Unmarshal(raw, &out)
-	return out, err
+	return pullResult{Messages: d.Messages, MinSeq: d.MinSeq, MaxSeq: d.MaxSeq}, nil
 }
 
 // ping sends a WebSocket ping and waits for the pong: a transport-level

@@ -34,3 +34,14 @@ importcheck:
 
 clean:
 	rm -rf bin/
+
+# bench runs nexo-bench's standard suite (docs/bench/README.md) against Nexo
+# started in-process on the local MariaDB (database nexo_bench, dropped and
+# recreated) and Redis (a fresh key prefix, deleted afterwards): about ten
+# minutes on 2 cores. Results go to docs/bench/ (JSON, HTML, results.md) and
+# README.md's performance section is regenerated from them. Pass e.g.
+# BENCH_FLAGS='--quick' or BENCH_FLAGS='--mysql-dsn ... --redis-addr ...'.
+BENCH_FLAGS ?=
+.PHONY: bench
+bench:
+	$(GO) run ./cmd/nexo-bench suite --out-dir docs/bench --readme README.md $(BENCH_FLAGS)

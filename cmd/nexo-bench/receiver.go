@@ -13,10 +13,10 @@ type convSeq struct {
 // every push is checked against what came before.
 type receiver struct {
 	mu     sync.Mutex
-	seen   map[convSeq]string // (conversation_id, seq) -> server_msg_id
-	bySrv  map[string]int64   // server_msg_id -> seq it was first shown with
-	maxSeq map[string]int64   // highest seq shown per conversation (pushes and pulls)
-	pushed map[string]int64   // highest seq pushed per conversation (order check)
+	seen   map[convSeq]shown // what each (conversation_id, seq) was shown as
+	bySrv  map[string]int64  // server_msg_id -> seq it was first shown with
+	maxSeq map[string]int64  // highest seq shown per conversation (pushes and pulls)
+	pushed map[string]int64  // highest seq pushed per conversation (order check)
 
 	dupRaw     int64 // pushes repeating a (conversation_id, seq) already shown
 	dupDeduped int64 // the same message shown again under another seq: survives dedupe
@@ -26,9 +26,15 @@ type receiver struct {
 	notifyMax  map[string]int64
 }
 
+// shown is the first message shown at a position and how it came.
+type shown struct {
+	srvID  string
+	byPush bool
+}
+
 func newReceiver() *receiver {
 	return &receiver{
-		seen: map[convSeq]string{}, bySrv: map[string]int64{}, maxSeq: map[string]int64{},
+		seen: map[convSeq]shown{}, bySrv: map[string]int64{}, maxSeq: map[string]int64{},
 		pushed: map[string]int64{}, pulling: map[string]bool{}, notifyMax: map[string]int64{},
 	}
 }
@@ -36,17 +42,18 @@ func newReceiver() *receiver {
 // show records m as shown to the user, via a push or a pull, and returns
 // whether it is new at this connection (the first time its
 // (conversation_id, seq) appears). Pulls overlapping pushes are expected,
-// so only pushes count as raw duplicates and reorders.
+// so only a push repeating a push counts as a raw duplicate, and only
+// pushes count as reorders.
 func (r *receiver) show(m *message, byPush bool) (first bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := convSeq{m.ConversationID, m.Seq}
 	if prev, ok := r.seen[k]; ok {
 		switch {
-		case prev != m.ServerMsgID:
+		case prev.srvID != m.ServerMsgID:
 			r.conflicts++
-		case byPush:
-			r.dupRaw++
+		case byPush && prev.byPush:
+			r.dupRaw++ // pushed twice; a push of what a pull already read is not
 		}
 		return false
 	}
@@ -57,7 +64,7 @@ func (r *receiver) show(m *message, byPush bool) (first bool) {
 			r.bySrv[m.ServerMsgID] = m.Seq
 		}
 	}
-	r.seen[k] = m.ServerMsgID
+	r.seen[k] = shown{m.ServerMsgID, byPush}
 	if byPush {
 		if m.Seq < r.pushed[m.ConversationID] {
 			r.reorders++

@@ -212,7 +212,7 @@ func (r *fakeRegistry) waitFor(t *testing.T, what string, cond func(got map[stri
 // env is the group service on a fresh MariaDB database and Redis prefix,
 // with the seq notifier standing in for the message pipeline.
 type env struct {
-	t        *testing.T
+	t        testing.TB
 	cfg      configs.Config
 	db       *store.DB
 	rdb      *redis.Client
@@ -228,6 +228,12 @@ type env struct {
 }
 
 func newEnv(t *testing.T, tweak ...func(*configs.Config)) *env {
+	t.Helper()
+	return newEnvTB(t, tweak...)
+}
+
+// newEnvTB is newEnv for tests and benchmarks.
+func newEnvTB(t testing.TB, tweak ...func(*configs.Config)) *env {
 	t.Helper()
 	cfg := configs.Default()
 	for _, f := range tweak {
@@ -328,8 +334,8 @@ func wantReason(t *testing.T, err error, reason wire.Reason) {
 }
 
 // must(f())(t) returns f's value and fails t on f's error.
-func must[T any](v T, err error) func(t *testing.T) T {
-	return func(t *testing.T) T {
+func must[T any](v T, err error) func(t testing.TB) T {
+	return func(t testing.TB) T {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)

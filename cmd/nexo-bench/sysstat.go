@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +16,52 @@ type cpuSample struct {
 	self        time.Duration
 	at          time.Time
 	load1       float64
+	// CPU time of the local Redis and MariaDB servers (found by process
+	// name), so a report can say where the machine's time went.
+	redis, mysql time.Duration
+}
+
+// clockTicks is USER_HZ, the unit of /proc/<pid>/stat times on Linux.
+const clockTicks = 100
+
+// procCPU sums the CPU time of the processes whose comm is one of names.
+func procCPU(names ...string) time.Duration {
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	var total time.Duration
+	for _, d := range dirs {
+		if d.Name()[0] < '0' || d.Name()[0] > '9' {
+			continue
+		}
+		comm, err := os.ReadFile("/proc/" + d.Name() + "/comm")
+		if err != nil {
+			continue
+		}
+		name := strings.TrimSpace(string(comm))
+		match := false
+		for _, n := range names {
+			match = match || name == n
+		}
+		if !match {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised comm: state is field 3, utime 14, stime 15.
+		_, rest, ok := strings.Cut(string(stat), ") ")
+		f := strings.Fields(rest)
+		if !ok || len(f) < 13 {
+			continue
+		}
+		ut, _ := strconv.ParseUint(f[11], 10, 64)
+		st, _ := strconv.ParseUint(f[12], 10, 64)
+		total += time.Duration(ut+st) * time.Second / clockTicks
+	}
+	return total
 }
 
 func sampleCPU() cpuSample {
@@ -34,6 +81,7 @@ func sampleCPU() cpuSample {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
+	s.redis, s.mysql = procCPU("redis-server"), procCPU("mariadbd", "mysqld")
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		f := strings.Fields(string(b))
 		if len(f) > 0 {
@@ -50,6 +98,13 @@ type Usage struct {
 	// ProcessCores is this process's CPU time per wall second (with
 	// --inprocess: server and load generator together).
 	ProcessCores float64 `json:"process_cores"`
+	// RedisCores and MySQLCores are the local redis-server's and
+	// mariadbd's CPU time per wall second (0 when they run elsewhere).
+	RedisCores float64 `json:"redis_cores"`
+	MySQLCores float64 `json:"mysql_cores"`
+	// OtherCores is the rest of the machine's busy time: other processes
+	// sharing it (and the kernel's work for everyone).
+	OtherCores float64 `json:"other_cores"`
 	// Load1Start is the one-minute load average when the run started.
 	Load1Start float64 `json:"load1_start"`
 }
@@ -60,7 +115,10 @@ func usageBetween(a, b cpuSample) Usage {
 		u.MachineBusyPct = round1(float64(b.busy-a.busy) / float64(dt) * 100)
 	}
 	if wall := b.at.Sub(a.at); wall > 0 {
-		u.ProcessCores = round3(float64(b.self-a.self) / float64(wall))
+		cores := func(d time.Duration) float64 { return round3(float64(d) / float64(wall)) }
+		u.ProcessCores, u.RedisCores, u.MySQLCores = cores(b.self-a.self), cores(b.redis-a.redis), cores(b.mysql-a.mysql)
+		busy := u.MachineBusyPct / 100 * float64(runtime.NumCPU())
+		u.OtherCores = round3(max(0, busy-u.ProcessCores-u.RedisCores-u.MySQLCores))
 	}
 	return u
 }

@@ -42,8 +42,12 @@ func writeTable(w io.Writer, r *Result) {
 		}
 		where += ")"
 	}
-	fmt.Fprintf(w, "   target %s; %d CPUs, %s; machine %.0f%% busy, this process %.2f cores, load %.1f at start\n",
-		where, r.Machine.CPUs, r.Machine.GoVersion, r.Usage.MachineBusyPct, r.Usage.ProcessCores, r.Usage.Load1Start)
+	u := r.Usage
+	fmt.Fprintf(w, "   target %s; %d CPUs, %s\n", where, r.Machine.CPUs, r.Machine.GoVersion)
+	if r.Connect == nil {
+		fmt.Fprintf(w, "   CPU while sending: machine %.0f%% busy = this process %.2f + redis %.2f + mariadb %.2f + other %.2f cores (load %.1f at start)\n",
+			u.MachineBusyPct, u.ProcessCores, u.RedisCores, u.MySQLCores, u.OtherCores, u.Load1Start)
+	}
 	if r.Connect != nil {
 		writeConnect(w, r.Connect)
 	} else {

@@ -56,11 +56,15 @@ type GroupUpdate struct {
 	JoinPolicy   *string
 }
 
-// Create inserts g (CreatedAt = UpdatedAt = now) with its first members in
-// one transaction; each member's JoinSeq must be set (>= 1). It returns the
-// stored group. A taken group ID is domain.ErrDuplicate.
+// Create inserts g with its first members in one transaction; each
+// member's JoinSeq must be set (>= 1). CreatedAt = UpdatedAt = g.CreatedAt,
+// or now when it is 0. It returns the stored group. A taken group ID is
+// domain.ErrDuplicate.
 func (r *GroupRepo) Create(ctx context.Context, g domain.Group, members []domain.GroupMember) (domain.Group, error) {
-	now := nowMillis()
+	now := g.CreatedAt
+	if now == 0 {
+		now = nowMillis()
+	}
 	row := groupRow{
 		ID: g.ID, Name: g.Name, Introduction: g.Introduction, Avatar: g.Avatar, Status: int(g.Status),
 		CreatorUserID: g.CreatorUserID, OwnerUserID: g.OwnerUserID, GroupType: g.GroupType,

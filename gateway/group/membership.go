@@ -3,6 +3,7 @@ package group
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -39,8 +40,10 @@ func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) 
 	if err != nil {
 		return GroupJSON{}, fmt.Errorf("group id: %w", err)
 	}
+	now := time.Now().UnixMilli()
 	g := domain.Group{ID: id.String(), Name: req.Name, Introduction: req.Introduction, Avatar: req.Avatar,
-		Status: domain.GroupNormal, CreatorUserID: caller, OwnerUserID: caller, GroupType: req.GroupType, JoinPolicy: PolicyOpen}
+		Status: domain.GroupNormal, CreatorUserID: caller, OwnerUserID: caller, GroupType: req.GroupType, JoinPolicy: PolicyOpen,
+		CreatedAt: now, UpdatedAt: now}
 	everyone := append([]string{caller}, others...)
 	// No lock: nobody else knows the ID yet.
 	opCtx := context.WithoutCancel(ctx)

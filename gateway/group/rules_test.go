@@ -48,7 +48,7 @@ func TestCreateRules(t *testing.T) {
 	}
 	m, body := e.notifier.last(t)
 	if m.MsgType != group.NotifyGroupCreated || m.SenderID != "alice" || m.ConversationID != "sg_"+g.GroupID ||
-		!slices.Equal(body.UserIDs, []string{"alice", "bob", "carol"}) || body.Group == nil || body.Group.GroupID != g.GroupID {
+		!slices.Equal(body.UserIDs, []string{"alice", "bob", "carol"}) || body.Group == nil || *body.Group != g {
 		t.Fatalf("creation notification %+v %+v", m, body)
 	}
 	for _, u := range []string{"alice", "bob", "carol"} {

@@ -90,7 +90,7 @@ func (l *latencyHist) curve() [][2]float64 {
 	return out
 }
 
-var curveQuantiles = []float64{0, 10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100}
+var curveQuantiles = []float64{10, 25, 50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99, 100}
 
 func round3(v float64) float64 {
 	if v >= 0 {

@@ -103,7 +103,7 @@ func compareChart(c *CompareResult) []components.Charter {
 	bar := func(title, unit string, keys ...string) *charts.Bar {
 		b := charts.NewBar()
 		b.SetGlobalOptions(chartInit(), axisTooltip(),
-			charts.WithTitleOpts(opts.Title{Title: title, Subtitle: fmt.Sprintf("medians of %d alternating runs per side; A: %s  B: %s", len(c.A.Runs), c.A.Mode+c.A.URL, c.B.Mode+c.B.URL)}),
+			charts.WithTitleOpts(opts.Title{Title: title, Subtitle: fmt.Sprintf("medians of %d alternating runs per side; A: %s %s; B: %s %s", len(c.A.Runs), c.A.Mode, c.A.URL, c.B.Mode, c.B.URL)}),
 			charts.WithYAxisOpts(opts.YAxis{Name: unit}), charts.WithLegendOpts(opts.Legend{Top: "bottom"}))
 		var x []string
 		var a, bb []opts.BarData
@@ -118,10 +118,18 @@ func compareChart(c *CompareResult) []components.Charter {
 		b.SetXAxis(x).AddSeries("A", a).AddSeries("B", bb)
 		return b
 	}
-	return []components.Charter{
+	out := []components.Charter{
 		bar(c.Name+": latency", "ms", "accepted_p50_ms", "accepted_p99_ms", "saved_p99_ms", "lag_p99_ms", "delivery_p99_ms"),
 		bar(c.Name+": throughput", "msg/s", "saved_per_s", "delivered_per_s"),
 	}
+	for _, side := range []*CompareSide{&c.A, &c.B} {
+		if n := len(side.Runs); n > 0 {
+			r := &side.Runs[n-1]
+			out = append(out, latencyChart(fmt.Sprintf("%s, last run (%s)", side.Label, side.Mode+" "+side.URL), r.Curves,
+				"accepted", "saved", "accepted_to_saved", "delivery"))
+		}
+	}
+	return out
 }
 
 // writeHTML renders charts as one page with text (the human table) above

@@ -269,6 +269,11 @@ func (s *suite) connect(ctx context.Context, name string) (SuiteEntry, error) {
 	if err := readJSON(jsonPath, &res); err != nil {
 		return e, errors.Join(runErr, err)
 	}
+	// The child only knew a URL: record that the server was this process's.
+	res.Target.InProcess = true
+	if res.Target.Mode, err = s.srv.SetMode(""); err != nil {
+		return e, err
+	}
 	e.OK = res.OK
-	return e, nil
+	return e, writeJSON(jsonPath, &res)
 }

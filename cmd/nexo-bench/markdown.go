@@ -168,11 +168,14 @@ func (l *loaded) resultsMarkdown() string {
 	}
 	b.WriteString("## Every step\n\n| step | what | result | files |\n|---|---|---|---|\n")
 	for _, e := range l.index.Entries {
-		ok := "ok"
-		if !e.OK {
-			ok = "**correctness failure**"
+		switch {
+		case e.Error != "":
+			fmt.Fprintf(&b, "| %s | %s | **did not run**: %s | – |\n", e.Name, e.Title, strings.ReplaceAll(e.Error, "|", "\\|"))
+		case !e.OK:
+			fmt.Fprintf(&b, "| %s | %s | **correctness failure** | [JSON](%s), [charts](%s) |\n", e.Name, e.Title, e.File, e.HTML)
+		default:
+			fmt.Fprintf(&b, "| %s | %s | ok | [JSON](%s), [charts](%s) |\n", e.Name, e.Title, e.File, e.HTML)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | [JSON](%s), [charts](%s) |\n", e.Name, e.Title, ok, e.File, e.HTML)
 	}
 	return b.String()
 }

@@ -45,6 +45,9 @@ func loadSuite(dir string) (*loaded, error) {
 		return nil, err
 	}
 	for _, e := range l.index.Entries {
+		if e.Error != "" {
+			continue
+		}
 		path := filepath.Join(dir, e.File)
 		var err error
 		switch e.Kind {

@@ -49,7 +49,11 @@ type SaveResult struct {
 // advances seq_conversations.max_seq over the batch's seqs (gaps of
 // duplicates included), the sender's read_seq and delivered_seq (a sender
 // has read its own message), and upserts both parties' single-chat
-// conversation rows. Messages must not repeat a server_msg_id within msgs.
+// conversation rows. It also keeps each conversation's newest send_at
+// (seq_conversations.latest_send_at), writes the mention rows of the
+// stored messages, and applies recalls recorded before their message was
+// saved (a revoked message comes back with Original.Status revoked); see
+// docs/sync.md. Messages must not repeat a server_msg_id within msgs.
 // Errors are the database's; see IsRetryable.
 func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]SaveResult, error) {
 	if len(msgs) == 0 {
@@ -81,7 +85,13 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 				results[i] = SaveResult{Outcome: Duplicate, Original: orig}
 			}
 		}
-		return r.advanceCursors(tx, msgs, results, now)
+		if err := r.advanceCursors(tx, msgs, results, now); err != nil {
+			return err
+		}
+		if err := saveMentions(tx, msgs, results); err != nil {
+			return err
+		}
+		return applyRevokes(tx, msgs, results, now)
 	})
 	if err != nil {
 		return nil, err
@@ -111,6 +121,7 @@ func (r *MessageRepo) lookupByClientID(tx *gorm.DB, msgs []domain.Message) (map[
 // per table, rows sorted by key so concurrent batches lock in the same order.
 func (r *MessageRepo) advanceCursors(tx *gorm.DB, msgs []domain.Message, res []SaveResult, now int64) error {
 	maxSeq := map[string]int64{}
+	latest := map[string]int64{}
 	type userConv struct{ user, conv string }
 	senderSeq := map[userConv]int64{}
 	convs := map[userConv]conversationRow{}
@@ -122,6 +133,9 @@ func (r *MessageRepo) advanceCursors(tx *gorm.DB, msgs []domain.Message, res []S
 		maxSeq[m.ConversationID] = max(maxSeq[m.ConversationID], m.Seq)
 		if res[i].Outcome != Saved {
 			continue
+		}
+		if m.Status != domain.StatusFailed {
+			latest[m.ConversationID] = max(latest[m.ConversationID], m.SendAt)
 		}
 		k := userConv{m.SenderID, m.ConversationID}
 		senderSeq[k] = max(senderSeq[k], m.Seq)
@@ -137,12 +151,15 @@ func (r *MessageRepo) advanceCursors(tx *gorm.DB, msgs []domain.Message, res []S
 	if len(maxSeq) > 0 {
 		seqRows := make([]seqConversationRow, 0, len(maxSeq))
 		for c, s := range maxSeq {
-			seqRows = append(seqRows, seqConversationRow{ConversationID: c, MaxSeq: s, ReservedSeq: s})
+			seqRows = append(seqRows, seqConversationRow{ConversationID: c, MaxSeq: s, ReservedSeq: s, LatestSendAt: latest[c]})
 		}
 		sort.Slice(seqRows, func(i, j int) bool { return seqRows[i].ConversationID < seqRows[j].ConversationID })
 		err := tx.Clauses(clause.OnConflict{
 			Columns:   []clause.Column{{Name: "conversation_id"}},
-			DoUpdates: clause.Assignments(map[string]any{"max_seq": r.db.greatestUpsert("max_seq")}),
+			DoUpdates: clause.Assignments(map[string]any{
+				"max_seq":        r.db.greatestUpsert("max_seq"),
+				"latest_send_at": r.db.greatestUpsert("latest_send_at"),
+			}),
 		}).Create(&seqRows).Error
 		if err != nil {
 			return fmt.Errorf("advance max_seq: %w", err)

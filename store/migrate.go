@@ -21,6 +21,33 @@ var migrations = []migration{
 	{1, "base schema", func(tx *gorm.DB, d Dialect) error {
 		return tx.AutoMigrate(allModels()...)
 	}},
+	{3, "sync: hidden conversations, latest message time, mentions, revoke intents", migrateSync},
+}
+
+// migrateSync is migration 3 (docs/sync.md): two columns and two tables,
+// each added only when missing so the step can run again.
+func migrateSync(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	for _, c := range []struct {
+		model any
+		field string
+	}{{&conversationRow{}, "HiddenSeq"}, {&seqConversationRow{}, "LatestSendAt"}} {
+		if m.HasColumn(c.model, c.field) {
+			continue
+		}
+		if err := m.AddColumn(c.model, c.field); err != nil {
+			return fmt.Errorf("add column %s: %w", c.field, err)
+		}
+	}
+	for _, t := range []any{&mentionRow{}, &revokeIntentRow{}} {
+		if m.HasTable(t) {
+			continue
+		}
+		if err := m.CreateTable(t); err != nil {
+			return fmt.Errorf("create table: %w", err)
+		}
+	}
+	return nil
 }
 
 type schemaMigrationRow struct {

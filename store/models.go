@@ -63,6 +63,10 @@ type conversationRow struct {
 	Extra            *string `gorm:"column:extra;type:json"`
 	CreatedAt        int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
 	UpdatedAt        int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// HiddenSeq (migration 3): the owner deleted the conversation when it
+	// reached this seq; it stays out of the list until a message above it.
+	// 0 = never deleted.
+	HiddenSeq int64 `gorm:"column:hidden_seq;not null;default:0"`
 }
 
 func (conversationRow) TableName() string { return "conversations" }
@@ -75,6 +79,9 @@ type seqConversationRow struct {
 	MaxSeq         int64  `gorm:"column:max_seq;not null;default:0"`
 	MinSeq         int64  `gorm:"column:min_seq;not null;default:0"`
 	ReservedSeq    int64  `gorm:"column:reserved_seq;not null;default:0"`
+	// LatestSendAt (migration 3) is the send_at of the newest saved
+	// message, the order of the conversation list.
+	LatestSendAt int64 `gorm:"column:latest_send_at;not null;default:0"`
 }
 
 func (seqConversationRow) TableName() string { return "seq_conversations" }
@@ -126,6 +133,30 @@ type messageRow struct {
 }
 
 func (messageRow) TableName() string { return "messages" }
+
+// mentionRow (migration 3) is one @-mention of a saved message: UserID is
+// the mentioned member or "all". It drives unread_mention_count.
+type mentionRow struct {
+	UserID         string `gorm:"column:user_id;type:varchar(64);primaryKey"`
+	ConversationID string `gorm:"column:conversation_id;type:varchar(256);primaryKey"`
+	Seq            int64  `gorm:"column:seq;primaryKey;autoIncrement:false"`
+	SenderID       string `gorm:"column:sender_id;type:varchar(64);not null"`
+}
+
+func (mentionRow) TableName() string { return "message_mentions" }
+
+// revokeIntentRow (migration 3) is a recall of a seq whose message was not
+// saved yet; SaveBatch applies it when the message arrives (see revokes.go).
+type revokeIntentRow struct {
+	ConversationID string `gorm:"column:conversation_id;type:varchar(256);primaryKey"`
+	Seq            int64  `gorm:"column:seq;primaryKey;autoIncrement:false"`
+	RevokerID      string `gorm:"column:revoker_id;type:varchar(64);primaryKey"`
+	AnySender      bool   `gorm:"column:any_sender;not null;default:false"`
+	MinSendAt      int64  `gorm:"column:min_send_at;not null;default:0"`
+	CreatedAt      int64  `gorm:"column:created_at;not null;autoCreateTime:false"`
+}
+
+func (revokeIntentRow) TableName() string { return "message_revokes" }
 
 // allModels lists every table of migration 1, in creation order.
 func allModels() []any {

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// RevokeRepo recalls messages: a saved message is marked revoked at once; a
+// recall of a seq whose message is accepted but not saved yet is recorded
+// as an intent that SaveBatch applies, in its own transaction, when the
+// message arrives — so the message is stored revoked and its content is
+// never served by a pull. docs/sync.md describes the rules.
+type RevokeRepo struct{ db *DB }
+
+// NewRevokeRepo returns a RevokeRepo over db.
+func NewRevokeRepo(db *DB) *RevokeRepo { return &RevokeRepo{db: db} }
+
+// RevokeIntent is a recall waiting for its message. It applies to the
+// message saved at (ConversationID, Seq) when AnySender is set (a group
+// owner or admin recalled it) or when RevokerID sent it at or after
+// MinSendAt (the sender, within msg.revoke_window of the request), and the
+// message is an ordinary one (not a notification).
+type RevokeIntent struct {
+	ConversationID string
+	Seq            int64
+	RevokerID      string
+	AnySender      bool
+	MinSendAt      int64
+}
+
+// Applies reports whether the intent revokes m.
+func (in RevokeIntent) Applies(m *domain.Message) bool {
+	if m.ConversationID != in.ConversationID || m.Seq != in.Seq || m.Status != domain.StatusNormal ||
+		m.MsgType >= domain.MsgNotificationMin {
+		return false
+	}
+	return in.AnySender || m.SenderID == in.RevokerID && m.SendAt >= in.MinSendAt
+}
+
+// Record stores an intent; recording the same (conversation, seq, revoker)
+// again replaces it.
+func (r *RevokeRepo) Record(ctx context.Context, in RevokeIntent) error {
+	row := revokeIntentRow{ConversationID: in.ConversationID, Seq: in.Seq, RevokerID: in.RevokerID,
+		AnySender: in.AnySender, MinSendAt: in.MinSendAt, CreatedAt: nowMillis()}
+	err := r.db.Gorm.WithContext(ctx).Clauses(clause.OnConflict{
+		Columns:   []clause.Column{{Name: "conversation_id"}, {Name: "seq"}, {Name: "revoker_id"}},
+		DoUpdates: clause.AssignmentColumns([]string{"any_sender", "min_send_at", "created_at"}),
+	}).Create(&row).Error
+	if err != nil {
+		return fmt.Errorf("record revoke of %s seq %d: %w", in.ConversationID, in.Seq, err)
+	}
+	return nil
+}
+
+// Message returns the stored message at (conversationID, seq), whatever
+// its status, or domain.ErrMessageNotFound.
+func (r *RevokeRepo) Message(ctx context.Context, conversationID string, seq int64) (domain.Message, error) {
+	var rows []messageRow
+	err := r.db.Gorm.WithContext(ctx).Where("conversation_id = ? AND seq = ?", conversationID, seq).Limit(1).Find(&rows).Error
+	if err != nil {
+		return domain.Message{}, fmt.Errorf("message %s seq %d: %w", conversationID, seq, err)
+	}
+	if len(rows) == 0 {
+		return domain.Message{}, fmt.Errorf("%s seq %d: %w", conversationID, seq, domain.ErrMessageNotFound)
+	}
+	return fromMessageRow(&rows[0]), nil
+}
+
+// Revoke marks the stored message at (conversationID, seq) revoked if it is
+// normal, and reports whether this call changed it. The content stays in
+// the row (seed design 003 §5.1) but is never served again.
+func (r *RevokeRepo) Revoke(ctx context.Context, conversationID string, seq int64) (bool, error) {
+	res := r.db.Gorm.WithContext(ctx).Model(&messageRow{}).
+		Where("conversation_id = ? AND seq = ? AND status = ?", conversationID, seq, msgStatusNormal).
+		Updates(map[string]any{"status": msgStatusRevoked, "updated_at": nowMillis()})
+	if res.Error != nil {
+		return false, fmt.Errorf("revoke %s seq %d: %w", conversationID, seq, res.Error)
+	}
+	return res.RowsAffected == 1, nil
+}
+
+// applyRevokes runs in SaveBatch's transaction: it reads the intents
+// recorded for the batch's newly stored messages (one query) and marks
+// those they apply to revoked (one update, only when one applies), and
+// reflects that in res.
+func applyRevokes(tx *gorm.DB, msgs []domain.Message, res []SaveResult, now int64) error {
+	pairs := make([][]any, 0, len(msgs))
+	for i := range msgs {
+		if res[i].Outcome == Saved && msgs[i].Status == domain.StatusNormal {
+			pairs = append(pairs, []any{msgs[i].ConversationID, msgs[i].Seq})
+		}
+	}
+	if len(pairs) == 0 {
+		return nil
+	}
+	var intents []revokeIntentRow
+	if err := tx.Where("(conversation_id, seq) IN ?", pairs).Find(&intents).Error; err != nil {
+		return fmt.Errorf("read revoke intents: %w", err)
+	}
+	if len(intents) == 0 {
+		return nil
+	}
+	var ids []string
+	for i := range msgs {
+		if res[i].Outcome != Saved {
+			continue
+		}
+		for _, in := range intents {
+			intent := RevokeIntent{ConversationID: in.ConversationID, Seq: in.Seq, RevokerID: in.RevokerID,
+				AnySender: in.AnySender, MinSendAt: in.MinSendAt}
+			if intent.Applies(&res[i].Original) {
+				ids = append(ids, msgs[i].ServerMsgID)
+				res[i].Original.Status = domain.StatusRevoked
+				break
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	sort.Strings(ids)
+	err := tx.Model(&messageRow{}).Where("server_msg_id IN ? AND status = ?", ids, msgStatusNormal).
+		Updates(map[string]any{"status": msgStatusRevoked, "updated_at": now}).Error
+	if err != nil {
+		return fmt.Errorf("apply %d revoke intents: %w", len(ids), err)
+	}
+	return nil
+}

@@ -169,7 +169,7 @@ func (r *ConversationRepo) States(ctx context.Context, ownerID string, conversat
 func (r *ConversationRepo) Undelivered(ctx context.Context, ownerID string) ([]ConversationState, error) {
 	var rows []stateRow
 	err := r.stateQuery(ctx, ownerID).Select(stateColumns).
-		Where(visibleMaxSQL+" > COALESCE(su.delivered_seq, 0) AND "+visibleMaxSQL+" >= COALESCE(su.min_seq, 0)").
+		Where(visibleMaxSQL + " > COALESCE(su.delivered_seq, 0) AND " + visibleMaxSQL + " >= COALESCE(su.min_seq, 0)").
 		Order("COALESCE(sc.latest_send_at, 0) DESC, c.conversation_id ASC").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("undelivered conversations of %s: %w", ownerID, err)

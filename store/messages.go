@@ -155,7 +155,7 @@ func (r *MessageRepo) advanceCursors(tx *gorm.DB, msgs []domain.Message, res []S
 		}
 		sort.Slice(seqRows, func(i, j int) bool { return seqRows[i].ConversationID < seqRows[j].ConversationID })
 		err := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "conversation_id"}},
+			Columns: []clause.Column{{Name: "conversation_id"}},
 			DoUpdates: clause.Assignments(map[string]any{
 				"max_seq":        r.db.greatestUpsert("max_seq"),
 				"latest_send_at": r.db.greatestUpsert("latest_send_at"),

@@ -24,6 +24,7 @@ type Config struct {
 	Push     Push     `koanf:"push"`
 	Admin    Admin    `koanf:"admin"`
 	Group    Group    `koanf:"group"`
+	Sync     Sync     `koanf:"sync"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -232,6 +233,32 @@ type GroupPush struct {
 	Workers int `koanf:"workers"`
 }
 
+// Sync configures delivered/read cursors and receipts, offline resend and
+// recall (docs/sync.md).
+type Sync struct {
+	// CursorFlushInterval is the coalescing window of cursor writes: ACKs of
+	// one member and conversation within it cost one row of one upsert.
+	CursorFlushInterval time.Duration `koanf:"cursor_flush_interval"`
+	// ResendSingleMax and ResendGroupMax cap the messages pushed on connect
+	// (single chat and group chat, in total over all conversations); the
+	// rest is announced with 2102 {conversation_id, max_seq} for a pull.
+	ResendSingleMax int `koanf:"resend_single_max"`
+	ResendGroupMax  int `koanf:"resend_group_max"`
+	// ResendLockTTL is the per-user-and-platform Redis lock that suppresses
+	// repeated resends in a reconnect storm; 0 disables it.
+	ResendLockTTL time.Duration `koanf:"resend_lock_ttl"`
+	// ResendConcurrency bounds the resends one process runs at once (each
+	// costs two queries).
+	ResendConcurrency int `koanf:"resend_concurrency"`
+	// GroupReceiptMaxMembers: groups with more active members send no read
+	// receipts; 0 turns group read receipts off.
+	GroupReceiptMaxMembers int `koanf:"group_receipt_max_members"`
+	// RevokeWait is how long a recall of an accepted but not yet saved
+	// message waits for the save before answering server_busy (the recall
+	// still applies when the message is saved).
+	RevokeWait time.Duration `koanf:"revoke_wait"`
+}
+
 // Group push modes (group.push.mode) and invite permissions
 // (group.invite_permission).
 const (
@@ -285,6 +312,11 @@ func Default() Config {
 				Mode: GroupPushAuto, GroupSizeThreshold: 2000, OnlineUserThreshold: 500,
 				NotifyMaxOnlineUser: 2000, HugeGroupNoNotifySize: 10000, Workers: 8,
 			},
+		},
+		Sync: Sync{
+			CursorFlushInterval: 50 * time.Millisecond, ResendSingleMax: 200, ResendGroupMax: 200,
+			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 200,
+			RevokeWait: 3 * time.Second,
 		},
 	}
 }

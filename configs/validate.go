@@ -81,6 +81,13 @@ func (c *Config) Validate() error {
 		{c.Group.Push.NotifyMaxOnlineUser >= c.Group.Push.OnlineUserThreshold, "group.push.notify_max_online_user", "must be >= group.push.online_user_threshold"},
 		{c.Group.Push.HugeGroupNoNotifySize >= c.Group.Push.GroupSizeThreshold, "group.push.huge_group_no_notify_size", "must be >= group.push.group_size_threshold"},
 		{c.Group.Push.Workers >= 1, "group.push.workers", "must be >= 1"},
+		{c.Sync.CursorFlushInterval >= time.Millisecond && c.Sync.CursorFlushInterval <= 10*time.Second, "sync.cursor_flush_interval", "must be 1ms–10s"},
+		{c.Sync.ResendSingleMax >= 0, "sync.resend_single_max", "must be >= 0"},
+		{c.Sync.ResendGroupMax >= 0, "sync.resend_group_max", "must be >= 0"},
+		{c.Sync.ResendLockTTL >= 0, "sync.resend_lock_ttl", "must be >= 0 (0 disables the lock)"},
+		{c.Sync.ResendConcurrency >= 1, "sync.resend_concurrency", "must be >= 1"},
+		{c.Sync.GroupReceiptMaxMembers >= 0, "sync.group_receipt_max_members", "must be >= 0 (0 turns group read receipts off)"},
+		{c.Sync.RevokeWait >= 0, "sync.revoke_wait", "must be >= 0"},
 	}
 	for _, ch := range checks {
 		if !ch.ok {

@@ -45,8 +45,10 @@ func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) 
 		Status: domain.GroupNormal, CreatorUserID: caller, OwnerUserID: caller, GroupType: req.GroupType, JoinPolicy: PolicyOpen,
 		CreatedAt: now, UpdatedAt: now}
 	everyone := append([]string{caller}, others...)
-	// No lock: nobody else knows the ID yet.
-	opCtx := context.WithoutCancel(ctx)
+	// No lock: nobody else knows the ID yet. Like a locked change, it runs
+	// to its end once begun (bounded by group.lock_ttl).
+	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.LockTTL)
+	defer cancel()
 	preview := GroupOf(g, len(everyone))
 	seq, err := s.notify(opCtx, NotifyGroupCreated, NotificationJSON{GroupID: g.ID, OpUserID: caller, UserIDs: everyone, Group: &preview})
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/gateway/group"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
@@ -52,7 +53,11 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
 		Metrics: m, Log: a.log, MaxAttempts: a.cfg.Save.MaxAttempts,
 	})
-	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Metrics: m, Log: a.log})
+	groupRepo := store.NewGroupRepo(a.db)
+	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
+	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
+	groupFanout := group.NewFanout(members, a.ws, a.cfg.Group.Push, a.metrics, a.log)
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Metrics: m, Log: a.log})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
 	if err := pipeline.EnsureGroups(ctx); err != nil {
 		return err
@@ -76,16 +81,20 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		}})
 	}
 
-	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, pusher, nil, a.metrics, a.log)
+	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, pusher, groupFanout, a.metrics, a.log)
 	a.add(component{name: "push queue", run: func(ctx context.Context) error { return fanout.Run(ctx, a.cfg.Push.Workers) }})
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
-		Fanout: fanout, Log: a.log, Registry: a.metrics,
+		Groups: members, Fanout: fanout, Log: a.log, Registry: a.metrics,
 	})
-	puller := chat.NewPuller(msgs, seqs, nil)
+	puller := chat.NewPuller(msgs, seqs, members)
 	chat.NewHandlers(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
+
+	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,
+		Locks: groupCache, Notifier: svc, Log: a.log, Registry: a.metrics})
+	group.NewHandlers(groupSvc, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server)
 
 	// Without KeepHijackedConns Hertz ignores Close on a hijacked
 	// connection, and no server-side close (kick, slow consumer) would work.

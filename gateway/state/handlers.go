@@ -1,0 +1,132 @@
+package state
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/cloudwego/hertz/pkg/app"
+
+	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws"
+)
+
+// Router registers HTTP routes (gateway.Server).
+type Router interface {
+	Route(method, path string, handler app.HandlerFunc, authenticated bool)
+}
+
+// WSRouter registers WebSocket request handlers (ws.Server).
+type WSRouter interface {
+	Handle(reqIdentifier int, h ws.HandlerFunc)
+}
+
+// Handlers binds the cursor, conversation and recall services to HTTP and
+// WebSocket.
+type Handlers struct {
+	cursors *Cursors
+	convs   *Conversations
+	recall  *Recall
+	maxBody int
+	log     *slog.Logger
+}
+
+// NewHandlers returns the handlers; maxBody is http.max_body_bytes.
+func NewHandlers(cursors *Cursors, convs *Conversations, recall *Recall, maxBody int, log *slog.Logger) *Handlers {
+	return &Handlers{cursors: cursors, convs: convs, recall: recall, maxBody: maxBody, log: log}
+}
+
+// Register mounts GET /msg/newest_seq, POST /msg/mark_read, POST
+// /msg/revoke, GET /conversation/list, PUT /conversation/update, POST
+// /conversation/delete (all authenticated) and WS 1001, 1006, 1101, 1102.
+func (h *Handlers) Register(r Router, w WSRouter) {
+	r.Route("GET", "/msg/newest_seq", h.newestSeq, true)
+	r.Route("POST", "/msg/mark_read", body(h, h.cursors.MarkRead), true)
+	r.Route("POST", "/msg/revoke", body(h, h.recall.Revoke), true)
+	r.Route("GET", "/conversation/list", h.list, true)
+	r.Route("PUT", "/conversation/update", body(h, h.convs.Update), true)
+	r.Route("POST", "/conversation/delete", body(h, h.convs.Delete), true)
+	w.Handle(wire.ReqGetNewestSeq, frame(func(ctx context.Context, user string, req NewestSeqRequest) (NewestSeqResult, error) {
+		return h.cursors.NewestSeq(ctx, user, req.ConversationIDs)
+	}))
+	w.Handle(wire.ReqGetConvMaxReadSeq, frame(h.cursors.MaxRead))
+	w.Handle(wire.ReqMsgAck, frame(h.cursors.Ack))
+	w.Handle(wire.ReqRevokeMsg, frame(h.recall.Revoke))
+}
+
+// body decodes the request body into Req strictly (validated), runs do as
+// the caller and writes the result or the error.
+func body[Req any, Res any](h *Handlers, do func(ctx context.Context, user string, req Req) (Res, error)) app.HandlerFunc {
+	return func(ctx context.Context, c *app.RequestContext) {
+		claims, _ := auth.ClaimsOf(c)
+		var req Req
+		if err := gateway.BindJSON(c, h.maxBody, &req); err != nil {
+			gateway.WriteError(ctx, c, h.log, err)
+			return
+		}
+		res, err := do(ctx, claims.UserID, req)
+		if err != nil {
+			gateway.WriteError(ctx, c, h.log, err)
+			return
+		}
+		gateway.WriteOK(c, res)
+	}
+}
+
+// frame decodes a WS request's data into Req strictly (validated) and runs
+// do as the connection's user.
+func frame[Req any, Res any](do func(ctx context.Context, user string, req Req) (Res, error)) ws.HandlerFunc {
+	return func(ctx context.Context, c *ws.Conn, data json.RawMessage) (any, error) {
+		var req Req
+		if err := decodeData(data, &req); err != nil {
+			return nil, err
+		}
+		return do(ctx, c.UserID(), req)
+	}
+}
+
+// newestSeq serves GET /msg/newest_seq?conversation_ids=a,b (the
+// parameter may also repeat); absent means every conversation.
+func (h *Handlers) newestSeq(ctx context.Context, c *app.RequestContext) {
+	claims, _ := auth.ClaimsOf(c)
+	var ids []string
+	for _, v := range c.QueryArgs().PeekAll("conversation_ids") {
+		for _, id := range strings.Split(string(v), ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				ids = append(ids, id)
+			}
+		}
+	}
+	res, err := h.cursors.NewestSeq(ctx, claims.UserID, ids)
+	if err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
+		return
+	}
+	gateway.WriteOK(c, res)
+}
+
+// list serves GET /conversation/list?offset=&limit=.
+func (h *Handlers) list(ctx context.Context, c *app.RequestContext) {
+	claims, _ := auth.ClaimsOf(c)
+	var page [2]int
+	for i, name := range []string{"offset", "limit"} {
+		if v := c.Query(name); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				gateway.WriteError(ctx, c, h.log, gateway.BadField(name, "must be an integer"))
+				return
+			}
+			page[i] = n
+		}
+	}
+	res, err := h.convs.List(ctx, claims.UserID, page[0], page[1])
+	if err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
+		return
+	}
+	gateway.WriteOK(c, res)
+}

@@ -1,0 +1,742 @@
+// The chat client without its view: conversations, sending with delivery
+// states, sync after every (re)connect, gap filling by pull under the
+// contiguous-prefix rule, delivered/read ACKs, receipts, recall and groups.
+// The view subscribes with onChange and reads the state it needs.
+
+import { isAuthLost } from './api.js';
+import { Connection, RequestError } from './socket.js';
+import { Conversation, better, isNotification, notificationBody } from './conversation.js';
+import {
+  GROUP, MSG_AT_TEXT, MSG_REVOKE_NOTIFICATION, MSG_TEXT, Push, Req, SINGLE,
+  groupConversationID, newClientMsgID, singleConversationID,
+} from './ids.js';
+
+/** PAGE is how many messages one "load earlier" or first open asks for. */
+export const PAGE = 50;
+/** PULL_LIMIT is the most seqs one pull returns (the server clamps at 100). */
+const PULL_LIMIT = 100;
+/** MAX_FILL bounds a gap fill; a larger hole re-anchors at its top (docs/web.md). */
+const MAX_FILL = 500;
+/** ACK_DELAY coalesces the ACKs of a burst into one frame per conversation. */
+const ACK_DELAY = 150;
+
+/** Client is one signed-in user's chat state and connection. */
+export class Client {
+  constructor(api) {
+    this.api = api;
+    this.me = api.session.userID;
+    this.convs = new Map();
+    this.groups = new Map(); // group_id → group JSON
+    this.members = new Map(); // group_id → [member JSON]
+    this.users = new Map(); // user_id → profile (nickname)
+    this.current = null;
+    this.listeners = new Set();
+    this.notices = [];
+    this.status = { state: 'stopped' };
+    this.ended = null; // {reason, detail} once the session can no longer continue
+    this.unsupported = new Set(); // features the server does not offer (unknown_request / not_found)
+    this.ackTimers = new Map();
+    this.filling = new Map();
+    this.changeQueued = false;
+    this.conn = new Connection(() => this.api.session.token, () => this.me, {
+      open: () => this.onOpen(),
+      push: (f) => this.onPush(f),
+      state: (s, info) => { this.status = { state: s, ...info }; this.changed(); },
+      gate: (reason, detail) => this.onGate(reason, detail),
+      handshakeFailed: () => this.tokenStillValid(),
+    });
+    this.onVisible = () => { if (document.visibilityState === 'visible' && this.current) this.scheduleAck(this.current); };
+  }
+
+  // ----- lifecycle -----------------------------------------------------
+
+  start() {
+    document.addEventListener('visibilitychange', this.onVisible);
+    this.conn.start();
+  }
+
+  stop() {
+    document.removeEventListener('visibilitychange', this.onVisible);
+    this.conn.stop();
+    for (const t of this.ackTimers.values()) clearTimeout(t);
+  }
+
+  /** tokenRefreshed reconnects with the new token (the old one's sockets are closed by the server). */
+  tokenRefreshed() {
+    if (!this.ended) this.conn.restart();
+  }
+
+  /** reconnect is the user's "Reconnect" after a kick. */
+  reconnect() {
+    this.ended = null;
+    this.conn.restart();
+  }
+
+  onChange(fn) {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  /** changed tells the view once per frame, however many updates came. */
+  changed() {
+    if (this.changeQueued) return;
+    this.changeQueued = true;
+    queueMicrotask(() => {
+      this.changeQueued = false;
+      for (const fn of this.listeners) fn();
+    });
+  }
+
+  notice(text, kind = 'info') {
+    this.notices.push({ text, kind, at: Date.now() });
+    if (this.notices.length > 5) this.notices.shift();
+    this.changed();
+  }
+
+  end(reason, detail) {
+    this.ended = { reason, detail };
+    this.changed();
+  }
+
+  async tokenStillValid() {
+    try {
+      await this.api.get('/user/info');
+      return true;
+    } catch (err) {
+      if (isAuthLost(err)) {
+        this.end(err.reason, err.detail);
+        return false;
+      }
+      return true; // the server is unreachable: keep trying
+    }
+  }
+
+  onGate(reason, detail) {
+    if (reason === 'token_expired') {
+      this.api.refresh().then(() => this.conn.restart(), (err) => this.end(err.reason || reason, err.detail || detail));
+      return;
+    }
+    if (reason === 'session_invalid') {
+      // Our own refresh revoked the socket's token: the new one is in the
+      // session already, so reconnect; otherwise the session really ended.
+      this.tokenStillValid().then((ok) => { if (ok) this.conn.restart(); });
+      return;
+    }
+    this.end(reason, detail);
+  }
+
+  // ----- conversations ---------------------------------------------------
+
+  conv(id) {
+    let c = this.convs.get(id);
+    if (!c) {
+      c = new Conversation(id, this.me);
+      this.convs.set(id, c);
+      if (c.isGroup) this.ensureGroup(c.groupID);
+      else this.ensureUser(c.peerID);
+    }
+    return c;
+  }
+
+  /** sortedConversations: pinned first, then by newest message. */
+  sortedConversations() {
+    return [...this.convs.values()]
+      .filter((c) => c.listed || c.latest || c === this.current || c.pending.size > 0)
+      .sort((a, b) => (b.pinned - a.pinned) || (b.updatedAt - a.updatedAt) || a.id.localeCompare(b.id));
+  }
+
+  title(c) {
+    if (c.isGroup) {
+      const g = this.groups.get(c.groupID);
+      return g ? g.name : `Group ${c.groupID.slice(0, 8)}`;
+    }
+    if (c.peerID === this.me) return `${this.me} (you)`;
+    const u = this.users.get(c.peerID);
+    return u && u.nickname && u.nickname !== c.peerID ? `${u.nickname} (${c.peerID})` : c.peerID;
+  }
+
+  async ensureUser(id) {
+    if (!id || this.users.has(id)) return;
+    this.users.set(id, { user_id: id });
+    try {
+      this.users.set(id, await this.api.get(`/user/info?user_id=${encodeURIComponent(id)}`));
+      this.changed();
+    } catch { /* the ID alone is shown */ }
+  }
+
+  async ensureGroup(groupID, force = false) {
+    if (!force && this.groups.has(groupID)) return;
+    try {
+      this.groups.set(groupID, await this.api.get(`/group/info?group_id=${encodeURIComponent(groupID)}`));
+      this.changed();
+    } catch { /* shown by ID */ }
+  }
+
+  /** startSingle opens (creating locally) the chat with userID, after checking the user exists. */
+  async startSingle(userID) {
+    await this.api.get(`/user/info?user_id=${encodeURIComponent(userID)}`).then((u) => this.users.set(userID, u));
+    const c = this.conv(singleConversationID(this.me, userID));
+    await this.open(c);
+    return c;
+  }
+
+  /** open shows c: loads its newest messages the first time, fills gaps, marks read. */
+  async open(c) {
+    this.current = c;
+    this.changed();
+    if (!c.anchored) await this.firstLoad(c);
+    else this.fill(c, c.maxSeq);
+    if (c.visible().length < 20 && !c.allEarlier) await this.loadEarlier(c);
+    if (c.isGroup) this.loadMembers(c.groupID);
+    this.scheduleAck(c);
+    this.changed();
+  }
+
+  /** firstLoad anchors the contiguous run of a conversation opened for the first time. */
+  async firstLoad(c) {
+    const res = await this.pull(c, { limit: PAGE });
+    if (c.anchored) return; // a push or sync anchored it meanwhile
+    const msgs = res.messages || [];
+    const base = Math.max(c.deliveredSeq, c.readSeq);
+    if (msgs.length === 0) {
+      c.anchor(res.max_seq || 0);
+      c.allEarlier = true;
+      return;
+    }
+    const first = msgs[0].seq;
+    // Start the run at our delivered cursor when the page is close to it,
+    // so the messages in between are filled and ACKed in order; otherwise
+    // at the page (older ones come with "load earlier").
+    if (base > 0 && base < first && first - base <= MAX_FILL) c.anchor(base);
+    else c.anchor(first - 1);
+    this.take(c, msgs, false);
+    if (first <= Math.max(res.min_seq || 1, 1)) c.allEarlier = true;
+    if (c.gap()) await this.fill(c, first - 1);
+  }
+
+  /** loadEarlier pulls the page below the lowest held seq. */
+  async loadEarlier(c) {
+    if (!c.anchored || c.allEarlier) return;
+    const end = c.lo - 1;
+    if (end < Math.max(c.minSeq, 1)) {
+      c.allEarlier = true;
+      this.changed();
+      return;
+    }
+    const res = await this.pull(c, { end_seq: end, limit: PAGE });
+    const msgs = res.messages || [];
+    this.take(c, msgs, false);
+    if (msgs.length === 0 || msgs[0].seq <= Math.max(res.min_seq || 1, 1)) c.allEarlier = true;
+    this.changed();
+  }
+
+  /** pull asks for a window of c's messages by WS 1005 (HTTP when offline). */
+  async pull(c, q) {
+    const data = { conversation_id: c.id, ...q };
+    let res;
+    if (this.conn.isOpen) {
+      res = await this.conn.request(Req.PULL_RANGE, data);
+    } else {
+      const p = new URLSearchParams({ conversation_id: c.id });
+      for (const [k, v] of Object.entries(q)) p.set(k, String(v));
+      res = await this.api.get(`/msg/pull?${p}`);
+    }
+    if (res.max_seq) c.maxSeq = Math.max(c.maxSeq, res.max_seq);
+    if (res.min_seq) c.minSeq = res.min_seq;
+    return res;
+  }
+
+  /**
+   * fill pulls the missing seqs above c.hi up to target (or the highest
+   * held seq), page by page; one fill per conversation runs at a time and
+   * a request made meanwhile extends it.
+   */
+  fill(c, target = 0) {
+    const f = this.filling.get(c.id);
+    if (f) {
+      f.target = Math.max(f.target, target);
+      return f.done;
+    }
+    const job = { target };
+    job.done = (async () => {
+      try {
+        for (let round = 0; round < 50; round++) {
+          const want = Math.max(job.target, c.highestHeld() - 1, c.gap() ? c.gap()[1] : 0);
+          if (!c.anchored || c.hi >= want) break;
+          if (want - c.hi > MAX_FILL) {
+            // Too far behind to fill in order: keep the newest part.
+            for (const s of [...c.msgs.keys()]) if (s <= want - MAX_FILL) c.msgs.delete(s);
+            c.anchor(want - MAX_FILL);
+            c.allEarlier = false;
+          }
+          const before = c.hi;
+          const res = await this.pull(c, { begin_seq: c.hi + 1, limit: PULL_LIMIT });
+          this.take(c, res.messages || [], true);
+          if (c.hi === before) break; // nothing saved there yet; a push or the next sync brings it
+        }
+      } catch (err) {
+        if (!(err instanceof RequestError && err.reason === 'disconnected')) this.notice(`Could not load messages: ${err.message}`, 'error');
+      } finally {
+        this.filling.delete(c.id);
+        this.scheduleAck(c);
+        this.changed();
+      }
+    })();
+    this.filling.set(c.id, job);
+    return job.done;
+  }
+
+  /** take holds pulled or pushed messages; live marks them as new arrivals (unread, mentions). */
+  take(c, msgs, live) {
+    for (const m of msgs) {
+      const fresh = c.put(m);
+      if (!fresh) continue;
+      const held = c.msgs.get(m.seq);
+      c.noteLatest(held);
+      if (isNotification(held)) this.onNotification(c, held);
+      if (live && held.sender_id !== this.me && held.seq > c.readSeq && !isNotification(held) && !this.reading(c)) {
+        c.unread++;
+        if (c.mentionsMe(held)) c.mentions++;
+      }
+    }
+    if (msgs.length) this.changed();
+  }
+
+  /** reading reports whether the user is looking at c right now. */
+  reading(c) {
+    return this.current === c && document.visibilityState === 'visible';
+  }
+
+  // ----- ACKs (contiguous prefix only) -----------------------------------
+
+  scheduleAck(c) {
+    if (this.ackTimers.has(c.id)) return;
+    this.ackTimers.set(c.id, setTimeout(() => {
+      this.ackTimers.delete(c.id);
+      this.sendAcks(c);
+    }, ACK_DELAY));
+  }
+
+  /**
+   * sendAcks ACKs c's contiguous prefix: delivered up to hi, read up to hi
+   * when the user is looking. Never beyond the highest saved seq known
+   * (the server refuses a seq above the conversation's max).
+   */
+  async sendAcks(c) {
+    const reading = this.reading(c);
+    if (reading && (c.unread || c.mentions)) {
+      c.unread = 0;
+      c.mentions = 0;
+      this.changed();
+    }
+    if (!c.anchored || !this.conn.isOpen || this.unsupported.has('ack')) return;
+    const upto = Math.min(c.hi, c.maxSeq);
+    if (reading && upto > c.readSeq) {
+      const prev = c.readSeq;
+      c.readSeq = upto;
+      c.deliveredSeq = Math.max(c.deliveredSeq, upto);
+      await this.ack(c, 'read', upto, () => { c.readSeq = prev; });
+    } else if (upto > c.deliveredSeq) {
+      const prev = c.deliveredSeq;
+      c.deliveredSeq = upto;
+      await this.ack(c, 'delivered', upto, () => { c.deliveredSeq = prev; });
+    }
+  }
+
+  async ack(c, kind, seq, undo) {
+    try {
+      await this.conn.request(Req.ACK, { ack_type: kind, conversation_id: c.id, seq });
+    } catch (err) {
+      if (err.reason === 'unknown_request') this.unsupported.add('ack');
+      else if (err.reason !== 'bad_seq') undo(); // bad_seq: not saved yet; the next ACK covers it
+    }
+  }
+
+  // ----- sending --------------------------------------------------------
+
+  /**
+   * send queues a text message in c (an @text when it mentions members:
+   * "@user_id" tokens of current members, or "@all") and transmits it.
+   */
+  send(c, text) {
+    const at = c.isGroup ? this.mentionsIn(c, text) : [];
+    const m = {
+      client_msg_id: newClientMsgID(), conversation_id: c.id, sender_id: this.me, session_type: c.type,
+      msg_type: at.length ? MSG_AT_TEXT : MSG_TEXT, content: { text }, at_user_ids: at, status: 'normal',
+      state: 'sending', createdAt: Date.now(), local: true,
+    };
+    if (c.isGroup) m.group_id = c.groupID;
+    else m.recv_id = c.peerID;
+    c.pending.set(m.client_msg_id, m);
+    c.noteLatest(m);
+    this.changed();
+    this.transmit(c, m);
+    return m;
+  }
+
+  mentionsIn(c, text) {
+    const ids = new Set();
+    const members = new Set((this.members.get(c.groupID) || []).map((x) => x.user_id));
+    for (const [, id] of text.matchAll(/(?:^|\s)@([A-Za-z0-9_-]{1,64})/g)) {
+      if (id === 'all' || (members.has(id) && id !== this.me)) ids.add(id);
+    }
+    return [...ids];
+  }
+
+  /** transmit sends (or re-sends, with the same client_msg_id) an own message. */
+  async transmit(c, m) {
+    m.state = 'sending';
+    m.failReason = '';
+    this.changed();
+    if (!this.conn.isOpen) return; // sent when the connection is back (onOpen)
+    const body = { client_msg_id: m.client_msg_id, session_type: m.session_type, msg_type: m.msg_type, content: m.content, at_user_ids: m.at_user_ids };
+    if (m.session_type === GROUP) body.group_id = m.group_id;
+    else body.recv_id = m.recv_id;
+    try {
+      const ack = await this.conn.request(Req.SEND, body);
+      this.accepted(c, m, ack);
+    } catch (err) {
+      if (err.reason === 'disconnected') return; // resent after the reconnect
+      m.state = 'failed';
+      m.failReason = err.reason;
+      m.failDetail = err.detail;
+      this.changed();
+    }
+  }
+
+  /** retry re-sends a failed message with its client_msg_id. */
+  retry(c, m) {
+    if (m.state === 'failed') this.transmit(c, m);
+  }
+
+  accepted(c, m, ack) {
+    if (m.state === 'failed') return;
+    m.server_msg_id = ack.server_msg_id;
+    m.send_at = ack.send_at;
+    m.state = better(m.state === 'sending' ? 'accepted' : m.state, ack.ack_type);
+    const held = c.place(m, ack.seq);
+    if (held.state === 'saved') c.maxSeq = Math.max(c.maxSeq, ack.seq);
+    c.noteLatest(held);
+    if (!c.anchored) c.anchor(ack.seq - 1); // a new conversation
+    if (c.gap()) this.fill(c);
+    this.scheduleAck(c);
+    this.changed();
+  }
+
+  /** recall asks the server to revoke own message m (or any, for group owners and admins). */
+  async recall(c, m) {
+    try {
+      await this.conn.request(Req.REVOKE, { conversation_id: c.id, seq: m.seq });
+      this.markRevoked(c, m.seq, this.me);
+    } catch (err) {
+      const why = { revoke_timeout: 'it is too late to recall this message', revoke_not_allowed: 'you may not recall this message' }[err.reason];
+      this.notice(`Recall failed: ${why || err.message}`, 'error');
+    }
+  }
+
+  markRevoked(c, seq, by = '') {
+    const m = c.msgs.get(seq);
+    if (m && (m.status !== 'revoked' || (by && !m.revokedBy))) {
+      m.status = 'revoked';
+      if (by) m.revokedBy = by;
+      delete m.content;
+      this.changed();
+    }
+  }
+
+  // ----- connection events ---------------------------------------------
+
+  async onOpen() {
+    // Messages typed while offline, or whose answer the drop swallowed:
+    // the same client_msg_id makes the resend idempotent.
+    for (const c of this.convs.values()) {
+      for (const m of [...c.pending.values()]) if (m.state === 'sending') this.transmit(c, m);
+      for (const m of c.msgs.values()) if (m.local && m.state === 'sending') this.transmit(c, m);
+    }
+    try {
+      await this.sync();
+    } catch (err) {
+      if (!(err instanceof RequestError && err.reason === 'disconnected')) this.notice(`Sync failed: ${err.message}`, 'error');
+    }
+  }
+
+  /**
+   * sync runs after every (re)connect: the conversation list and the
+   * newest seqs, then every anchored conversation is filled up to its max
+   * (the gap a drop left), and the open one is marked read.
+   */
+  async sync() {
+    await Promise.all([this.loadConversationList(), this.loadGroups()]);
+    await this.loadNewestSeqs();
+    const fills = [];
+    for (const c of this.convs.values()) {
+      if (!c.anchored) {
+        const base = Math.max(c.deliveredSeq, c.readSeq);
+        // A conversation we never opened: hold it from our delivered
+        // cursor when that is known, so what arrives is ACKed in order.
+        if (this.unsupported.has('newest') || c.maxSeq <= base || c.maxSeq - base > MAX_FILL) continue;
+        c.anchor(base);
+      }
+      if (c.maxSeq > c.hi || c.gap()) fills.push(this.fill(c, c.maxSeq));
+    }
+    await Promise.all(fills);
+    if (this.current) {
+      if (!this.current.anchored) await this.open(this.current);
+      this.scheduleAck(this.current);
+    }
+    this.changed();
+  }
+
+  async loadConversationList() {
+    if (this.unsupported.has('list')) return;
+    const all = [];
+    // The server pages by at most 100; a person with more conversations
+    // than a few pages sees the newest ones (pinned first).
+    for (let offset = 0; offset < 500; offset += 100) {
+      let data;
+      try {
+        data = await this.api.get(`/conversation/list?offset=${offset}&limit=100`);
+      } catch (err) {
+        if (err.reason === 'not_found') this.unsupported.add('list');
+        else throw err;
+        return;
+      }
+      const page = data.conversations || [];
+      all.push(...page);
+      if (page.length < 100 || all.length >= (data.total || 0)) break;
+    }
+    for (const x of all) {
+      const c = this.conv(x.conversation_id);
+      c.listed = true;
+      c.maxSeq = Math.max(c.maxSeq, x.max_seq || 0);
+      c.readSeq = Math.max(c.readSeq, x.read_seq || 0);
+      if (x.min_seq) c.minSeq = x.min_seq;
+      c.unread = this.reading(c) ? 0 : (x.unread_count || 0);
+      c.mentions = this.reading(c) ? 0 : (x.unread_mention_count || (x.has_unread_mention ? 1 : 0));
+      c.pinned = !!x.is_pinned;
+      c.recvMsgOpt = x.recv_msg_opt || 0;
+      c.updatedAt = Math.max(c.updatedAt, x.updated_at || 0, (x.latest_msg && x.latest_msg.send_at) || 0);
+      if (x.latest_msg && (!c.latest || (x.latest_msg.seq || 0) > (c.latest.seq || 0))) c.latest = x.latest_msg;
+      if (x.peer_user_id) this.ensureUser(x.peer_user_id);
+    }
+  }
+
+  async loadGroups() {
+    let data;
+    try {
+      data = await this.api.get('/group/list');
+    } catch (err) {
+      if (err.reason === 'not_found') this.unsupported.add('groups');
+      return;
+    }
+    for (const g of data.groups || []) {
+      this.groups.set(g.group_id, g);
+      const c = this.conv(groupConversationID(g.group_id));
+      c.dismissed = g.status === 'dismissed';
+      if (this.unsupported.has('list')) c.listed = true; // no conversation list: groups come from here
+    }
+  }
+
+  /** loadNewestSeqs reads every conversation's {max_seq, min_seq, read_seq, delivered_seq} (WS 1001). */
+  async loadNewestSeqs() {
+    if (this.unsupported.has('newest')) return;
+    let data;
+    try {
+      data = await this.conn.request(Req.NEWEST_SEQ, {});
+    } catch (err) {
+      if (err.reason === 'unknown_request') {
+        this.unsupported.add('newest');
+        return;
+      }
+      throw err;
+    }
+    for (const [id, s] of newestEntries(data)) {
+      const c = this.conv(id);
+      c.maxSeq = Math.max(c.maxSeq, s.max_seq || 0);
+      if (s.min_seq) c.minSeq = s.min_seq;
+      c.readSeq = Math.max(c.readSeq, s.read_seq || 0);
+      c.deliveredSeq = Math.max(c.deliveredSeq, s.delivered_seq || 0, s.read_seq || 0);
+    }
+  }
+
+  onPush(f) {
+    const d = f.data || {};
+    switch (f.req_identifier) {
+      case Push.MSG: return this.onMessage(d);
+      case Push.ACK: return this.onAckPush(d);
+      case Push.GROUP_NOTIFY: {
+        const c = this.conv(d.conversation_id);
+        c.maxSeq = Math.max(c.maxSeq, d.max_seq || 0);
+        if (c.anchored) this.fill(c, d.max_seq);
+        else this.refreshListSoon();
+        this.changed();
+        return undefined;
+      }
+      case Push.ERROR:
+        if (d.reason === 'save_failed') return this.onSaveFailed(d);
+        if (d.reason && d.reason !== 'kicked') this.notice(`Server: ${d.reason}${d.detail ? ` — ${d.detail}` : ''}`, 'error');
+        return undefined;
+      default:
+        return undefined;
+    }
+  }
+
+  onMessage(m) {
+    if (!m.conversation_id || !(m.seq > 0)) return;
+    const known = this.convs.has(m.conversation_id);
+    const c = this.conv(m.conversation_id);
+    if (!known) {
+      c.listed = true;
+      this.refreshListSoon();
+    }
+    // Pushes carry saved messages (unless deliver_before_saved is on; then
+    // an early ACK is refused with bad_seq and repeated later).
+    c.maxSeq = Math.max(c.maxSeq, m.seq);
+    if (!c.anchored) {
+      const base = Math.max(c.deliveredSeq, c.readSeq);
+      c.anchor(base > 0 && base < m.seq && m.seq - base <= MAX_FILL ? base : m.seq - 1);
+    }
+    this.take(c, [m], true);
+    if (c.gap()) this.fill(c);
+    this.scheduleAck(c);
+  }
+
+  onAckPush(d) {
+    const c = this.conv(d.conversation_id);
+    switch (d.ack_type) {
+      case 'saved': {
+        const m = c.own(d.client_msg_id);
+        c.maxSeq = Math.max(c.maxSeq, d.seq || 0);
+        if (m) {
+          m.state = better(m.state, 'saved');
+          if (m.state === 'failed') break;
+          m.server_msg_id = d.server_msg_id || m.server_msg_id;
+          if (d.seq && d.seq !== m.seq) c.place(m, d.seq);
+        }
+        if (c.gap()) this.fill(c);
+        this.scheduleAck(c);
+        break;
+      }
+      case 'delivered':
+      case 'read':
+        c.receipt(d.ack_type, d.user_id, d.seq || 0);
+        break;
+      case 'revoked':
+        this.markRevoked(c, d.seq);
+        break;
+      default:
+        break;
+    }
+    this.changed();
+  }
+
+  onSaveFailed(d) {
+    const c = this.conv(d.conversation_id);
+    const m = c.own(d.client_msg_id);
+    if (!m) return;
+    c.unplace(m);
+    m.state = 'failed';
+    m.failReason = 'save_failed';
+    m.failDetail = 'the server could not store the message';
+    this.changed();
+  }
+
+  refreshListSoon() {
+    if (this.listTimer) return;
+    this.listTimer = setTimeout(() => {
+      this.listTimer = 0;
+      this.loadConversationList().then(() => this.changed(), () => {});
+    }, 300);
+  }
+
+  // ----- notifications and groups -----------------------------------------
+
+  onNotification(c, m) {
+    const n = notificationBody(m);
+    if (!n) return;
+    if (m.msg_type === MSG_REVOKE_NOTIFICATION) {
+      // A recall, announced in seq order to everyone in the conversation.
+      this.markRevoked(c, n.seq, n.revoker_id);
+      return;
+    }
+    if (!c.isGroup) return;
+    const about = n.user_ids || [];
+    if (m.msg_type >= 1502 && m.msg_type <= 1505) this.ensureGroup(c.groupID, true); // member_count
+    switch (m.msg_type) {
+      case 1504:
+      case 1505:
+        if (about.includes(this.me)) c.left = true;
+        break;
+      case 1502:
+      case 1503:
+        if (about.includes(this.me)) c.left = false;
+        break;
+      case 1508:
+        c.dismissed = true;
+        break;
+      default:
+        break;
+    }
+    if (n.group) this.groups.set(n.group.group_id, n.group);
+    if (this.members.has(c.groupID)) this.loadMembers(c.groupID);
+  }
+
+  async loadMembers(groupID) {
+    try {
+      const data = await this.api.get(`/group/members?group_id=${encodeURIComponent(groupID)}&offset=0&limit=500`);
+      this.members.set(groupID, data.members || []);
+      for (const x of data.members || []) this.ensureUser(x.user_id);
+      this.changed();
+    } catch (err) {
+      if (err.reason === 'not_group_member' || err.reason === 'member_not_active') {
+        this.conv(groupConversationID(groupID)).left = true;
+        this.changed();
+      }
+    }
+  }
+
+  myRole(groupID) {
+    const me = (this.members.get(groupID) || []).find((x) => x.user_id === this.me);
+    return me ? me.role_level : 0;
+  }
+
+  async createGroup(name, memberIDs) {
+    const g = await this.api.post('/group/create', { name, member_ids: memberIDs });
+    this.groups.set(g.group_id, g);
+    const c = this.conv(groupConversationID(g.group_id));
+    c.listed = true;
+    await this.open(c);
+    return c;
+  }
+
+  async invite(c, userIDs) {
+    const res = await this.api.post('/group/invite', { group_id: c.groupID, user_ids: userIDs });
+    await this.loadMembers(c.groupID);
+    return res;
+  }
+
+  async quit(c) {
+    await this.api.post('/group/quit', { group_id: c.groupID });
+    c.left = true;
+    this.members.delete(c.groupID);
+    this.changed();
+  }
+
+  async setPinned(c, pinned) {
+    await this.api.call('PUT', '/conversation/update', { conversation_id: c.id, is_pinned: pinned });
+    c.pinned = pinned;
+    this.changed();
+  }
+}
+
+/**
+ * newestEntries reads a 1001 answer as [conversation_id, {max_seq, …}]
+ * pairs, whether it is a map keyed by conversation_id or a list.
+ */
+export function newestEntries(data) {
+  const src = data.conversations || data.seqs || data;
+  if (Array.isArray(src)) return src.filter((x) => x && x.conversation_id).map((x) => [x.conversation_id, x]);
+  return Object.entries(src).filter(([, v]) => v && typeof v === 'object');
+}
+
+export { SINGLE, GROUP };

@@ -1,0 +1,90 @@
+// Identifiers and wire constants shared by the client's modules. The rules
+// mirror domain/ids.go and gateway/wire/protocol.go; docs/protocol.md is
+// the contract.
+
+/** Request identifiers (client → server). */
+export const Req = Object.freeze({
+  NEWEST_SEQ: 1001,
+  PULL_BY_SEQS: 1002,
+  SEND: 1003,
+  PULL_RANGE: 1005,
+  MAX_READ_SEQ: 1006,
+  ACK: 1101,
+  REVOKE: 1102,
+});
+
+/** Push identifiers (server → client). */
+export const Push = Object.freeze({
+  MSG: 2001,
+  KICK: 2002,
+  ACK: 2101,
+  GROUP_NOTIFY: 2102,
+  ERROR: 3001,
+});
+
+/** Session types (OpenIM's numbers). */
+export const SINGLE = 1;
+export const GROUP = 3;
+
+/** Message types the client sends. */
+export const MSG_TEXT = 101;
+export const MSG_AT_TEXT = 106;
+/** msg_type 1500 and above are the server's notifications. */
+export const MSG_NOTIFICATION_MIN = 1500;
+/** A recall's announcement (content.custom names the recalled seq). */
+export const MSG_REVOKE_NOTIFICATION = 1600;
+
+/** The web platform (OpenIM's platform 5). */
+export const PLATFORM_WEB = 5;
+
+/** Gate reasons: the server closes the connection after one of these. */
+export const GATE_REASONS = new Set(['unauthorized', 'token_expired', 'session_invalid', 'kicked', 'too_many_requests']);
+
+const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** validID reports whether id is a user or group ID: 1–64 of [A-Za-z0-9_-]. */
+export function validID(id) {
+  return ID_RE.test(id);
+}
+
+/**
+ * singleConversationID is "si_{min}_{max}" with '_' inside each ID written
+ * as '.', exactly as domain.SingleConversationID builds it.
+ */
+export function singleConversationID(a, b) {
+  if (b < a) [a, b] = [b, a];
+  return `si_${a.replaceAll('_', '.')}_${b.replaceAll('_', '.')}`;
+}
+
+/** groupConversationID is "sg_{group_id}". */
+export function groupConversationID(groupID) {
+  return `sg_${groupID}`;
+}
+
+/**
+ * parseConversationID returns {type, peers: [a, b]} for "si_" IDs and
+ * {type, groupID} for "sg_" IDs, or null for anything else.
+ */
+export function parseConversationID(id) {
+  if (id.startsWith('sg_')) return { type: GROUP, groupID: id.slice(3) };
+  if (!id.startsWith('si_')) return null;
+  const rest = id.slice(3);
+  const cut = rest.indexOf('_');
+  if (cut < 0) return null;
+  const a = rest.slice(0, cut).replaceAll('.', '_');
+  const b = rest.slice(cut + 1).replaceAll('.', '_');
+  if (!validID(a) || !validID(b) || singleConversationID(a, b) !== id) return null;
+  return { type: SINGLE, peers: [a, b] };
+}
+
+/**
+ * newClientMsgID returns a random, time-prefixed client_msg_id. It uses
+ * crypto.getRandomValues, which (unlike crypto.randomUUID) also works on
+ * pages served over plain HTTP from another host.
+ */
+export function newClientMsgID() {
+  const bytes = new Uint8Array(10);
+  crypto.getRandomValues(bytes);
+  const rand = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
+  return `web-${Date.now().toString(36)}-${rand}`;
+}

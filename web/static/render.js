@@ -1,0 +1,184 @@
+// Rendering of single items: a message, a conversation entry, a group
+// notification's text. Everything user-supplied goes in as text nodes,
+// never as HTML.
+
+import { isNotification, notificationBody } from './conversation.js';
+
+/** STATE_LABELS: what an own message's state reads as, with its tick. */
+const STATE_LABELS = {
+  sending: ['◷', 'Sending…'],
+  accepted: ['✓', 'Accepted'],
+  saved: ['✓', 'Saved'],
+  delivered: ['✓✓', 'Delivered'],
+  read: ['✓✓', 'Read'],
+  failed: ['!', 'Not sent'],
+};
+
+/** REVOKE_WINDOW_MS is the server's default msg.revoke_window (2 minutes); the server decides. */
+export const REVOKE_WINDOW_MS = 2 * 60 * 1000;
+
+export function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === false || v === null || v === undefined) continue;
+    if (k === 'class') e.className = v;
+    else if (k === 'text') e.textContent = v;
+    else if (k.startsWith('data-') || k.startsWith('aria-') || k === 'role' || k === 'type' || k === 'title') e.setAttribute(k, v === true ? '' : String(v));
+    else e[k] = v;
+  }
+  for (const c of children) if (c !== null && c !== undefined && c !== false) e.append(c);
+  return e;
+}
+
+export function timeOf(ms) {
+  if (!ms) return '';
+  const d = new Date(ms);
+  const now = new Date();
+  const sameDay = d.toDateString() === now.toDateString();
+  return sameDay ? d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleString([], { month: 'short', day: 'numeric', hour: '2-digit', minute: '2-digit' });
+}
+
+/** messageKey is a message's stable identity in the view. */
+export function messageKey(m, me) {
+  if (m.sender_id === me && m.client_msg_id) return `c:${m.client_msg_id}`;
+  return `s:${m.seq}`;
+}
+
+function names(ids, client) {
+  return (ids || []).map((id) => (id === client.me ? 'you' : id)).join(', ');
+}
+
+/** notificationText is a group notification (msg_type 1501–1509) in words. */
+export function notificationText(m, client) {
+  const n = notificationBody(m) || {};
+  const op = n.op_user_id || m.sender_id;
+  const who = op === client.me ? 'You' : op;
+  const about = names(n.user_ids, client);
+  const groupName = n.group && n.group.name ? `“${n.group.name}”` : 'the group';
+  switch (m.msg_type) {
+    case 1501: {
+      const others = names((n.user_ids || []).filter((id) => id !== op), client);
+      return `${who} created ${groupName}${others ? ` with ${others}` : ''}`;
+    }
+    case 1502: return `${about || who} joined`;
+    case 1503: return `${who} invited ${about}`;
+    case 1504: return `${about || who} left the group`;
+    case 1505: return `${who} removed ${about}`;
+    case 1506: return `${who} made ${names([n.new_owner_id], client)} the owner`;
+    case 1507: return `${who} made ${about} ${n.role_level === 60 ? 'an admin' : 'a member'}`;
+    case 1508: return `${who} dismissed the group`;
+    case 1509: return `${who} changed the group’s ${(n.changed || ['details']).join(', ').replaceAll('_', ' ')}`;
+    case 1600: return `${who} recalled a message`;
+    default: return `Notification (${m.msg_type})`;
+  }
+}
+
+/** preview is the one-line summary of a message for the conversation list. */
+export function preview(m, client) {
+  if (!m) return '';
+  if (m.status === 'revoked') return 'Message recalled';
+  if (isNotification(m)) return notificationText(m, client);
+  const text = (m.content && m.content.text) || (m.content && (m.content.image || m.content.file) ? '[attachment]' : '');
+  const who = m.sender_id === client.me ? 'You: ' : (m.session_type === 3 || m.group_id ? `${m.sender_id}: ` : '');
+  return who + text;
+}
+
+/** textWithMentions renders text with every "@id" of a mentioned user highlighted. */
+function textWithMentions(text, at, me) {
+  const p = el('p', { class: 'text' });
+  if (!at || at.length === 0) {
+    p.textContent = text;
+    return p;
+  }
+  const re = /(@[A-Za-z0-9_-]{1,64})/g;
+  let last = 0;
+  for (const match of text.matchAll(re)) {
+    const id = match[1].slice(1);
+    if (!at.includes(id)) continue;
+    p.append(text.slice(last, match.index));
+    p.append(el('mark', { class: id === me || id === 'all' ? 'mention me' : 'mention', text: match[1] }));
+    last = match.index + match[1].length;
+  }
+  p.append(text.slice(last));
+  return p;
+}
+
+/**
+ * renderMessage fills li with m's current look; it returns false when
+ * nothing changed (so the DOM is left alone).
+ */
+export function renderMessage(li, m, c, client, now) {
+  const own = m.sender_id === client.me;
+  const state = own ? c.stateOf(m) : '';
+  const readers = own && c.isGroup && m.seq ? c.readersOf(m) : 0;
+  const role = c.isGroup ? client.myRole(c.groupID) : 0;
+  const canRecall = m.seq > 0 && m.status === 'normal' && !isNotification(m) && !c.left && !c.dismissed &&
+    ((own && state !== 'sending' && state !== 'failed' && now - (m.send_at || now) < REVOKE_WINDOW_MS) ||
+     (!own && role >= 60));
+  const sig = [m.seq, m.status, m.revokedBy, state, readers, m.failReason, canRecall, m.content && m.content.text].join('|');
+  if (li.dataset.sig === sig) return false;
+  li.dataset.sig = sig;
+  li.replaceChildren();
+  li.dataset.seq = m.seq ? String(m.seq) : '';
+  li.dataset.sender = m.sender_id || '';
+  li.dataset.status = m.status || 'normal';
+  li.dataset.clientMsgId = m.client_msg_id || '';
+  if (own) li.dataset.state = state;
+  else delete li.dataset.state;
+
+  if (isNotification(m) && m.status !== 'revoked') {
+    li.className = 'msg system';
+    li.append(el('p', { class: 'text', text: notificationText(m, client) }));
+    return true;
+  }
+  const mentioned = !own && c.mentionsMe(m);
+  li.className = `msg ${own ? 'own' : 'other'}${mentioned ? ' mentioned' : ''}${m.status === 'revoked' ? ' revoked' : ''}`;
+  const bubble = el('div', { class: 'bubble' });
+  const meta = el('p', { class: 'meta' },
+    el('span', { class: 'sender', text: own ? 'You' : m.sender_id }),
+    ' ',
+    el('time', { dateTime: m.send_at ? new Date(m.send_at).toISOString() : '', text: timeOf(m.send_at || m.createdAt) }));
+  if (mentioned) meta.append(' ', el('span', { class: 'tag', text: '@ you' }));
+  bubble.append(meta);
+  if (m.status === 'revoked') {
+    const by = m.revokedBy && m.revokedBy !== m.sender_id ? ` by ${m.revokedBy === client.me ? 'you' : m.revokedBy}` : '';
+    bubble.append(el('p', { class: 'text recalled', text: `${own && !by ? 'You recalled this message' : 'This message was recalled'}${by}` }));
+  } else {
+    bubble.append(textWithMentions((m.content && m.content.text) || '', m.at_user_ids, client.me));
+  }
+  const foot = el('p', { class: 'foot' });
+  if (own && m.status !== 'revoked') {
+    const [tick, label] = STATE_LABELS[state] || STATE_LABELS.saved;
+    const text = state === 'read' && c.isGroup ? `Read by ${readers}` : label;
+    foot.append(el('span', { class: `state state-${state}`, title: `Delivery state: ${text}` },
+      el('span', { class: 'tick', 'aria-hidden': 'true', text: tick }), ' ', el('span', { class: 'state-label', text })));
+    if (state === 'failed') {
+      foot.append(' ', el('span', { class: 'fail-reason', text: `(${m.failReason}${m.failDetail ? `: ${m.failDetail}` : ''})` }));
+      foot.append(' ', el('button', { type: 'button', class: 'link retry', 'data-action': 'retry', text: 'Retry' }));
+    }
+  }
+  if (canRecall) foot.append(' ', el('button', { type: 'button', class: 'link recall', 'data-action': 'recall', text: 'Recall' }));
+  if (foot.childNodes.length) bubble.append(foot);
+  li.append(bubble);
+  return true;
+}
+
+/** renderConversation builds one entry of the conversation list. */
+export function renderConversation(c, client, current) {
+  const title = client.title(c);
+  const badge = c.unread > 0 ? el('span', { class: 'badge', text: c.unread > 99 ? '99+' : String(c.unread) }) : null;
+  const mention = c.mentions > 0 ? el('span', { class: 'mention-marker', title: 'You were mentioned', text: '@' }) : null;
+  const pin = c.pinned ? el('span', { class: 'pin', title: 'Pinned', text: '📌' }) : null;
+  const hidden = [];
+  if (c.unread > 0) hidden.push(`${c.unread} unread`);
+  if (c.mentions > 0) hidden.push('mentioned you');
+  if (c.pinned) hidden.push('pinned');
+  const btn = el('button', { type: 'button', class: 'conv', 'aria-current': current ? 'true' : null },
+    el('span', { class: 'conv-top' },
+      el('span', { class: 'conv-name', text: title }),
+      pin, mention, badge),
+    el('span', { class: 'conv-preview', text: preview(c.latest, client) || (c.isGroup ? 'Group' : 'No messages yet') }),
+    hidden.length ? el('span', { class: 'visually-hidden', text: `, ${hidden.join(', ')}` }) : null);
+  return el('li', { 'data-conv-id': c.id, class: current ? 'current' : '' }, btn);
+}

@@ -1,0 +1,441 @@
+// The signed-in view: binds the page's elements to a Client, re-renders
+// what changed (messages are reconciled by key, so focus, scroll position
+// and the live region's announcements stay sane), and turns the user's
+// actions into client calls.
+
+import { el, messageKey, renderConversation, renderMessage } from './render.js';
+import { validID } from './ids.js';
+
+const $ = (id) => document.getElementById(id);
+
+const STATUS_TEXT = {
+  open: 'Connected',
+  connecting: 'Connecting…',
+  stopped: 'Disconnected',
+};
+
+const END_TEXT = {
+  kicked: 'This tab was disconnected: you signed in on another tab or device.',
+  session_invalid: 'Your session ended: you signed out elsewhere or signed in again.',
+  token_revoked: 'Your session ended: you signed out elsewhere or signed in again.',
+  token_expired: 'Your session expired.',
+  token_invalid: 'Your session is not valid any more.',
+  token_missing: 'Please sign in.',
+  unauthorized: 'The server refused this session.',
+};
+
+/** endText says why a session ended, for the banner or the sign-in page. */
+export function endText(reason) {
+  return END_TEXT[reason] || `The session ended (${reason}).`;
+}
+
+/** splitIDs reads "a, b c" as ["a", "b", "c"]. */
+function splitIDs(s) {
+  return [...new Set(s.split(/[\s,;]+/).map((x) => x.trim()).filter(Boolean))];
+}
+
+function formError(form, text) {
+  const p = form.querySelector('.form-error');
+  if (p) p.textContent = text || '';
+}
+
+export class View {
+  constructor(client, { onSignOut, onSessionEnded }) {
+    this.client = client;
+    this.onSignOut = onSignOut;
+    this.onSessionEnded = onSessionEnded;
+    this.msgEls = new Map();
+    this.shownConv = null;
+    this.mention = { items: [], active: 0 };
+    this.bind();
+    this.unsubscribe = client.onChange(() => this.render());
+    // Recall buttons disappear when the window passes; time labels age.
+    this.tick = setInterval(() => this.renderMessages(true), 15000);
+  }
+
+  destroy() {
+    this.unsubscribe();
+    clearInterval(this.tick);
+    this.listeners.abort();
+  }
+
+  bind() {
+    this.listeners = new AbortController();
+    const opts = { signal: this.listeners.signal };
+    const c = this.client;
+    $('me').textContent = c.me;
+    $('logout').addEventListener('click', () => this.onSignOut(), opts);
+
+    $('new-chat').addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const form = e.currentTarget;
+      const id = $('new-chat-user').value.trim();
+      formError(form, '');
+      if (!validID(id)) return formError(form, 'A user ID is 1–64 letters, digits, _ or -.');
+      try {
+        await c.startSingle(id);
+        $('new-chat-user').value = '';
+        $('composer-input').focus();
+      } catch (err) {
+        formError(form, err.reason === 'user_not_found' ? `There is no user “${id}”.` : `Could not start the chat: ${err.message}`);
+      }
+      return undefined;
+    }, opts);
+
+    $('conv-list').addEventListener('click', (e) => {
+      const li = e.target.closest('li[data-conv-id]');
+      if (!li) return;
+      const conv = c.convs.get(li.dataset.convId);
+      if (conv) c.open(conv).catch((err) => c.notice(`Could not open the conversation: ${err.message}`, 'error'));
+    }, opts);
+
+    $('load-earlier').addEventListener('click', async () => {
+      if (!c.current) return;
+      const scroller = $('scroller');
+      const before = scroller.scrollHeight - scroller.scrollTop;
+      await c.loadEarlier(c.current).catch((err) => c.notice(`Could not load earlier messages: ${err.message}`, 'error'));
+      this.renderMessages();
+      scroller.scrollTop = scroller.scrollHeight - before;
+    }, opts);
+
+    $('messages').addEventListener('click', (e) => {
+      const btn = e.target.closest('button[data-action]');
+      if (!btn || !c.current) return;
+      const li = btn.closest('li');
+      const conv = c.current;
+      const m = li.dataset.clientMsgId && li.dataset.sender === c.me ? conv.own(li.dataset.clientMsgId) : conv.msgs.get(Number(li.dataset.seq));
+      if (!m) return;
+      if (btn.dataset.action === 'retry') c.retry(conv, m);
+      if (btn.dataset.action === 'recall') c.recall(conv, m);
+    }, opts);
+
+    const input = $('composer-input');
+    $('composer').addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.sendFromComposer();
+    }, opts);
+    input.addEventListener('keydown', (e) => this.composerKey(e), opts);
+    input.addEventListener('input', () => this.updateMentions(), opts);
+    $('mention-list').addEventListener('mousedown', (e) => {
+      const li = e.target.closest('li[data-user]');
+      if (!li) return;
+      e.preventDefault();
+      this.insertMention(li.dataset.user);
+    }, opts);
+
+    $('pin').addEventListener('click', () => {
+      const conv = c.current;
+      if (conv) c.setPinned(conv, !conv.pinned).catch((err) => c.notice(`Could not pin: ${err.message}`, 'error'));
+    }, opts);
+    $('members').addEventListener('click', () => this.showMembers(), opts);
+    $('invite').addEventListener('click', () => this.openDialog('invite-dialog', 'invite-users'), opts);
+    $('quit').addEventListener('click', async () => {
+      const conv = c.current;
+      if (!conv || !window.confirm(`Leave “${c.title(conv)}”? You keep the history up to now.`)) return;
+      try {
+        await c.quit(conv);
+      } catch (err) {
+        c.notice(err.reason === 'owner_cannot_quit' ? 'The owner must hand the group to another member before leaving.' : `Could not leave: ${err.message}`, 'error');
+      }
+    }, opts);
+    $('new-group').addEventListener('click', () => this.openDialog('group-dialog', 'group-name'), opts);
+
+    $('group-form').addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const form = e.currentTarget;
+      formError(form, '');
+      const ids = splitIDs($('group-members').value).filter((x) => x !== c.me);
+      const bad = ids.find((x) => !validID(x));
+      if (bad) return formError(form, `“${bad}” is not a user ID.`);
+      try {
+        await c.createGroup($('group-name').value.trim(), ids);
+        form.reset();
+        $('group-dialog').close();
+        $('composer-input').focus();
+      } catch (err) {
+        formError(form, err.reason === 'user_not_found' ? `Unknown user: ${err.detail}` : err.message);
+      }
+      return undefined;
+    }, opts);
+
+    $('invite-form').addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const form = e.currentTarget;
+      formError(form, '');
+      const ids = splitIDs($('invite-users').value);
+      try {
+        const res = await c.invite(c.current, ids);
+        form.reset();
+        $('invite-dialog').close();
+        const skipped = res.skipped || [];
+        c.notice(`Invited ${(res.invited || []).map((x) => x.user_id).join(', ') || 'nobody new'}${skipped.length ? `; already members: ${skipped.join(', ')}` : ''}.`);
+      } catch (err) {
+        formError(form, err.reason === 'user_not_found' ? `Unknown user: ${err.detail}` : err.message);
+      }
+    }, opts);
+
+    for (const btn of document.querySelectorAll('dialog [data-close]')) {
+      btn.addEventListener('click', () => btn.closest('dialog').close(), opts);
+    }
+    $('banner-action').addEventListener('click', () => {
+      if (this.bannerAction) this.bannerAction();
+    }, opts);
+  }
+
+  openDialog(id, focusID) {
+    const d = $(id);
+    formError(d, '');
+    d.showModal();
+    $(focusID).focus();
+  }
+
+  async showMembers() {
+    const c = this.client;
+    const conv = c.current;
+    if (!conv || !conv.isGroup) return;
+    await c.loadMembers(conv.groupID);
+    const list = $('member-list');
+    const roles = { 100: 'owner', 60: 'admin', 20: 'member' };
+    list.replaceChildren(...(c.members.get(conv.groupID) || []).map((m) => el('li', { 'data-user': m.user_id },
+      el('span', { class: 'member-id', text: m.user_id === c.me ? `${m.user_id} (you)` : m.user_id }), ' ',
+      el('span', { class: 'role', text: roles[m.role_level] || String(m.role_level) }))));
+    $('members-dialog').showModal();
+    $('members-dialog').querySelector('[data-close]').focus();
+  }
+
+  // ----- composer and mentions -------------------------------------------
+
+  sendFromComposer() {
+    const c = this.client;
+    const input = $('composer-input');
+    const text = input.value.trim();
+    if (!text || !c.current) return;
+    c.send(c.current, text);
+    input.value = '';
+    this.closeMentions();
+    this.stickToBottom = true;
+  }
+
+  composerKey(e) {
+    const list = $('mention-list');
+    if (!list.hidden && this.mention.items.length) {
+      if (e.key === 'ArrowDown' || e.key === 'ArrowUp') {
+        e.preventDefault();
+        const n = this.mention.items.length;
+        this.mention.active = (this.mention.active + (e.key === 'ArrowDown' ? 1 : n - 1)) % n;
+        this.renderMentionList();
+        return;
+      }
+      if (e.key === 'Enter' || e.key === 'Tab') {
+        e.preventDefault();
+        this.insertMention(this.mention.items[this.mention.active]);
+        return;
+      }
+      if (e.key === 'Escape') {
+        e.preventDefault();
+        this.closeMentions();
+        return;
+      }
+    }
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) {
+      e.preventDefault();
+      this.sendFromComposer();
+    }
+  }
+
+  /** updateMentions offers group members when the word before the caret starts with @. */
+  updateMentions() {
+    const c = this.client;
+    const conv = c.current;
+    const input = $('composer-input');
+    const before = input.value.slice(0, input.selectionStart);
+    const m = /(?:^|\s)@([A-Za-z0-9_-]*)$/.exec(before);
+    if (!conv || !conv.isGroup || !m) return this.closeMentions();
+    const q = m[1].toLowerCase();
+    const ids = (c.members.get(conv.groupID) || []).map((x) => x.user_id).filter((id) => id !== c.me);
+    if (c.myRole(conv.groupID) >= 60) ids.push('all');
+    this.mention.items = ids.filter((id) => id.toLowerCase().startsWith(q)).slice(0, 8);
+    this.mention.active = 0;
+    if (!this.mention.items.length) return this.closeMentions();
+    this.renderMentionList();
+    return undefined;
+  }
+
+  renderMentionList() {
+    const list = $('mention-list');
+    const input = $('composer-input');
+    list.replaceChildren(...this.mention.items.map((id, i) => el('li', {
+      id: `mention-${i}`, role: 'option', 'data-user': id, 'aria-selected': i === this.mention.active ? 'true' : 'false',
+      text: id === 'all' ? '@all (everyone)' : `@${id}`,
+    })));
+    list.hidden = false;
+    input.setAttribute('aria-controls', 'mention-list');
+    input.setAttribute('aria-activedescendant', `mention-${this.mention.active}`);
+  }
+
+  closeMentions() {
+    $('mention-list').hidden = true;
+    this.mention.items = [];
+    $('composer-input').removeAttribute('aria-activedescendant');
+  }
+
+  insertMention(id) {
+    const input = $('composer-input');
+    const pos = input.selectionStart;
+    const before = input.value.slice(0, pos).replace(/@([A-Za-z0-9_-]*)$/, `@${id} `);
+    input.value = before + input.value.slice(pos);
+    input.selectionStart = input.selectionEnd = before.length;
+    this.closeMentions();
+    input.focus();
+  }
+
+  // ----- rendering --------------------------------------------------------
+
+  render() {
+    const c = this.client;
+    if (c.ended) {
+      if (c.ended.reason === 'kicked') {
+        this.banner(endText('kicked'), 'Reconnect here', () => c.reconnect());
+      } else {
+        this.onSessionEnded(c.ended.reason);
+        return;
+      }
+    } else {
+      this.banner('');
+    }
+    this.renderStatus();
+    this.renderNotices();
+    this.renderList();
+    this.renderChat();
+  }
+
+  banner(text, action, fn) {
+    const b = $('banner');
+    b.hidden = !text;
+    $('banner-text').textContent = text;
+    $('banner-action').hidden = !action;
+    $('banner-action').textContent = action || '';
+    this.bannerAction = fn;
+  }
+
+  renderStatus() {
+    const s = this.client.status;
+    let text = STATUS_TEXT[s.state] || s.state;
+    if (s.state === 'waiting') text = `Offline — reconnecting in ${Math.ceil((s.retryIn || 0) / 1000)} s`;
+    if (s.state === 'stopped' && s.reason) text = `Disconnected (${s.reason})`;
+    const p = $('conn');
+    if (p.textContent !== text) p.textContent = text;
+    p.dataset.state = s.state;
+  }
+
+  renderNotices() {
+    const box = $('notices');
+    const fresh = this.client.notices.filter((n) => Date.now() - n.at < 8000);
+    const sig = fresh.map((n) => n.at + n.text).join('|');
+    if (box.dataset.sig === sig) return;
+    box.dataset.sig = sig;
+    box.replaceChildren(...fresh.map((n) => el('p', { class: `notice ${n.kind}`, text: n.text })));
+    if (fresh.length) setTimeout(() => this.renderNotices(), 8100);
+  }
+
+  renderList() {
+    const c = this.client;
+    const list = $('conv-list');
+    const convs = c.sortedConversations();
+    const items = convs.map((conv) => renderConversation(conv, c, conv === c.current));
+    const sig = items.map((x) => x.outerHTML).join('');
+    $('conv-empty').hidden = convs.length > 0;
+    if (list.dataset.sig === sig) return;
+    list.dataset.sig = sig;
+    // Keep keyboard focus on the same conversation across the rebuild.
+    const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('#conv-list li');
+    const focusID = focused ? focused.dataset.convId : null;
+    list.replaceChildren(...items);
+    if (focusID) {
+      const again = list.querySelector(`li[data-conv-id="${CSS.escape(focusID)}"] button`);
+      if (again) again.focus();
+    }
+  }
+
+  renderChat() {
+    const c = this.client;
+    const conv = c.current;
+    const has = !!conv;
+    $('chat-title').textContent = has ? c.title(conv) : 'Pick a conversation';
+    let sub = '';
+    if (has && conv.isGroup) {
+      const g = c.groups.get(conv.groupID);
+      const members = c.members.get(conv.groupID);
+      const count = members ? members.length : g ? g.member_count : 0;
+      sub = conv.dismissed ? 'This group was dismissed' : conv.left ? 'You are no longer a member' : count ? `${count} members` : 'Group';
+    } else if (has) {
+      sub = `User ID ${conv.peerID}`;
+    }
+    $('chat-sub').textContent = sub;
+    $('pin').hidden = !has || c.unsupported.has('list');
+    $('pin').textContent = has && conv.pinned ? 'Unpin' : 'Pin';
+    $('pin').setAttribute('aria-pressed', has && conv.pinned ? 'true' : 'false');
+    const activeGroup = has && conv.isGroup && !conv.left && !conv.dismissed;
+    $('members').hidden = !activeGroup;
+    $('invite').hidden = !activeGroup;
+    $('quit').hidden = !activeGroup;
+    const composer = $('composer');
+    composer.hidden = !has;
+    const closed = has && conv.isGroup && (conv.left || conv.dismissed);
+    $('composer-input').disabled = closed;
+    composer.querySelector('button[type=submit]').disabled = closed;
+    $('composer-note').textContent = closed ? (conv.dismissed ? 'The group was dismissed: no new messages.' : 'You left this group: you can read the history but not send.') : '';
+    this.renderMessages();
+  }
+
+  renderMessages(force = false) {
+    const c = this.client;
+    const conv = c.current;
+    const list = $('messages');
+    const scroller = $('scroller');
+    if (conv !== this.shownConv) {
+      this.shownConv = conv;
+      this.msgEls.clear();
+      list.setAttribute('aria-busy', 'true');
+      list.replaceChildren();
+      this.stickToBottom = true;
+    }
+    if (!conv) {
+      $('chat-empty').hidden = false;
+      $('load-earlier').hidden = true;
+      $('history-start').hidden = true;
+      return;
+    }
+    const atBottom = this.stickToBottom || scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 48;
+    const msgs = conv.visible();
+    const now = Date.now();
+    const keep = new Set();
+    let next = list.firstElementChild;
+    for (const m of msgs) {
+      const key = messageKey(m, c.me);
+      keep.add(key);
+      let li = this.msgEls.get(key);
+      if (!li) {
+        li = document.createElement('li');
+        li.dataset.key = key;
+        this.msgEls.set(key, li);
+      }
+      if (force) delete li.dataset.sig;
+      renderMessage(li, m, conv, c, now);
+      if (li !== next) list.insertBefore(li, next);
+      else next = next.nextElementSibling;
+    }
+    for (const [key, li] of this.msgEls) {
+      if (!keep.has(key)) {
+        li.remove();
+        this.msgEls.delete(key);
+      }
+    }
+    $('chat-empty').hidden = true;
+    $('load-earlier').hidden = !conv.anchored || conv.allEarlier;
+    $('history-start').hidden = !conv.allEarlier || msgs.length === 0;
+    list.removeAttribute('aria-busy');
+    if (atBottom) scroller.scrollTop = scroller.scrollHeight;
+    this.stickToBottom = false;
+  }
+}

@@ -92,6 +92,9 @@ func EnsureGroup(ctx context.Context, rdb redis.UniversalClient, stream, group s
 // peers' entries every ClaimMinIdle/2, then new entries.
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if err := EnsureGroup(ctx, c.rdb, c.cfg.Stream, c.cfg.Group); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing was taken
+		}
 		return err
 	}
 	// Reads are never cancelled mid-flight: a cancelled XREADGROUP may have

@@ -60,6 +60,9 @@ func (p *Pipeline) EnsureGroups(ctx context.Context) error {
 // returns. It acknowledges nothing unfinished.
 func (p *Pipeline) Run(ctx context.Context) error {
 	if err := p.EnsureGroups(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it started: nothing was taken
+		}
 		return err
 	}
 	g, gctx := errgroup.WithContext(ctx)

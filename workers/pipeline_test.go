@@ -327,3 +327,19 @@ func TestPoisonEntryIsDeadLetteredWithoutBlockingItsShard(t *testing.T) {
 		t.Errorf("%d pending", p)
 	}
 }
+
+// TestPipelineStoppedBeforeItStartsIsClean: a process stopped while still
+// starting returns no error and leaves nothing pending.
+func TestPipelineStoppedBeforeItStartsIsClean(t *testing.T) {
+	e := newEnv(t, nil)
+	m := workers.NewMetrics(nil)
+	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
+		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, MaxAttempts: 1})
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Metrics: m, Log: e.log})
+	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, "n1", save, deliver, e.log)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Run(ctx); err != nil {
+		t.Fatalf("Run on a cancelled context: %v", err)
+	}
+}

@@ -10,21 +10,23 @@ import (
 
 // headline is one figure compared and summarised across runs.
 type headline struct {
-	key, name      string
-	get            func(*Result) float64
-	higherIsBetter bool
+	key, name string
+	get       func(*Result) float64
+	// info marks a figure about the conditions, not the server: no ratio.
+	info bool
 }
 
 var headlines = []headline{
-	{"saved_per_s", "saved msg/s", func(r *Result) float64 { return r.Throughput.Saved }, true},
-	{"delivered_per_s", "delivered msg/s", func(r *Result) float64 { return r.Throughput.Delivered }, true},
+	{"saved_per_s", "saved msg/s", func(r *Result) float64 { return r.Throughput.Saved }, false},
+	{"delivered_per_s", "delivered msg/s", func(r *Result) float64 { return r.Throughput.Delivered }, false},
 	{"accepted_p50_ms", "ACK p50 ms", func(r *Result) float64 { return r.Latency.Accepted.P50 }, false},
 	{"accepted_p99_ms", "ACK p99 ms", func(r *Result) float64 { return r.Latency.Accepted.P99 }, false},
 	{"saved_p99_ms", "ACK(saved) p99 ms", func(r *Result) float64 { return r.Latency.Saved.P99 }, false},
 	{"lag_p99_ms", "accepted→saved p99 ms", func(r *Result) float64 { return r.Latency.Lag.P99 }, false},
 	{"delivery_p99_ms", "delivery p99 ms", func(r *Result) float64 { return r.Latency.Delivery.P99 }, false},
 	{"delivery_p999_ms", "delivery p99.9 ms", func(r *Result) float64 { return r.Latency.Delivery.P999 }, false},
-	{"failures", "correctness failures", func(r *Result) float64 { return float64(r.Correctness.failures()) }, false},
+	{"failures", "correctness failures", func(r *Result) float64 { return float64(r.Correctness.failures() + sumErrors(r.Errors)) }, false},
+	{"other_cores", "other processes' CPU (cores)", func(r *Result) float64 { return r.Usage.OtherCores }, true},
 }
 
 // CompareSide is one configuration of a comparison.
@@ -86,7 +88,7 @@ func runCompare(ctx context.Context, log io.Writer, o *options, a, b *session, s
 	out.A.Median, out.B.Median = medians(out.A.Runs), medians(out.B.Runs)
 	out.Ratios = map[string]float64{}
 	for _, h := range headlines {
-		if av := out.A.Median[h.key]; av != 0 {
+		if av := out.A.Median[h.key]; av != 0 && !h.info {
 			out.Ratios[h.key] = round3(out.B.Median[h.key] / av)
 		}
 	}

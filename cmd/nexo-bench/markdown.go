@@ -10,6 +10,10 @@ func (l *loaded) header() string {
 	m := l.index.Machine
 	s := fmt.Sprintf("Measured by `make bench` (`%s`) on %s: %d CPUs (%s), %s, with MariaDB, Redis, the server and the load generator sharing the machine; the suite took %.0f s.",
 		l.index.Command, l.index.StartedAt[:10], m.CPUs, firstNonEmpty(m.CPUModel, m.Arch), m.GoVersion, l.index.Seconds)
+	if n, other, load := l.contention(); n > 0 {
+		s += fmt.Sprintf(" While the %d runs sent, other processes on the machine used %.2f cores on average (of %d; the 1-minute load average at a run's start was up to %.1f): the figures are what this shared machine gave, not the server's best.",
+			n, other, m.CPUs, load)
+	}
 	if l.index.Quick {
 		s += " **Quick mode: durations and loads were cut to a fifth; these figures only show that the suite runs.**"
 	}
@@ -24,13 +28,13 @@ func compareRows(c *CompareResult, rateLabel string) string {
 		if side == "off" {
 			lag = "–" // the answer itself is ACK(saved)
 		}
-		return fmt.Sprintf("| %s | %s | %s | %s / %s | %s | %s | %s | %s |\n", rateLabel, side, rate(m["saved_per_s"]),
-			ms(m["accepted_p50_ms"]), ms(m["accepted_p99_ms"]), ms(m["saved_p99_ms"]), lag, ms(m["delivery_p99_ms"]), okMark(m["failures"]))
+		return fmt.Sprintf("| %s | %s | %s | %s / %s | %s | %s | %s | %s | %.2f |\n", rateLabel, side, rate(m["saved_per_s"]),
+			ms(m["accepted_p50_ms"]), ms(m["accepted_p99_ms"]), ms(m["saved_p99_ms"]), lag, ms(m["delivery_p99_ms"]), okMark(m["failures"]), m["other_cores"])
 	}
 	return row("on", c.A.Median) + row("off", c.B.Median)
 }
 
-const compareHeader = "| offered msg/s | two-phase | saved msg/s | ACK p50 / p99 ms | ACK(saved) p99 ms | accepted→saved p99 ms | delivery p99 ms | failures |\n|--:|---|--:|--:|--:|--:|--:|--:|\n"
+const compareHeader = "| offered msg/s | two-phase | saved msg/s | ACK p50 / p99 ms | ACK(saved) p99 ms | accepted→saved p99 ms | delivery p99 ms | failures | other CPU (cores) |\n|--:|---|--:|--:|--:|--:|--:|--:|--:|\n"
 
 func (l *loaded) compareTable() string {
 	var b strings.Builder
@@ -178,4 +182,38 @@ func (l *loaded) resultsMarkdown() string {
 		}
 	}
 	return b.String()
+}
+
+// contention averages the CPU the rest of the machine used during every
+// run of the suite, and the highest starting load average.
+func (l *loaded) contention() (runs int, otherCores, maxLoad float64) {
+	var sum float64
+	add := func(r *Result) {
+		if r.Connect != nil {
+			return
+		}
+		runs++
+		sum += r.Usage.OtherCores
+		maxLoad = max(maxLoad, r.Usage.Load1Start)
+	}
+	for _, r := range l.runs {
+		add(r)
+	}
+	for _, c := range l.compares {
+		for i := range c.A.Runs {
+			add(&c.A.Runs[i])
+		}
+		for i := range c.B.Runs {
+			add(&c.B.Runs[i])
+		}
+	}
+	if l.ramp != nil {
+		for i := range l.ramp.Runs {
+			add(&l.ramp.Runs[i])
+		}
+	}
+	if runs > 0 {
+		otherCores = round3(sum / float64(runs))
+	}
+	return runs, otherCores, maxLoad
 }

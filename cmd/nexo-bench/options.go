@@ -68,7 +68,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.Await, "await", "accepted", "closed loop: what frees an in-flight slot: accepted (the first ACK) or saved")
 	fs.DurationVar(&o.Duration, "duration", 10*time.Second, "measured sending time (after the warm-up)")
 	fs.DurationVar(&o.Warmup, "warmup", 2*time.Second, "sending time before measuring starts")
-	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "after sending stops, how long outstanding ACKs and pushes may take before they count as lost")
+	fs.DurationVar(&o.Grace, "grace", 5*time.Second, "after sending stops, the drain waits for outstanding ACKs and pushes until nothing has arrived for this long (2 min at most); what is missing then counts as lost")
 	fs.DurationVar(&o.AckTimeout, "ack-timeout", 10*time.Second, "closed loop: give up waiting for an answer after this long (the message counts as unanswered)")
 	fs.IntVar(&o.Payload, "payload", 64, "message text size in bytes")
 	fs.IntVar(&o.Pairs, "pairs", 50, "single/reconnect: sender->receiver pairs (2 connections each)")

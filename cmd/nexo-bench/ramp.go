@@ -52,13 +52,13 @@ func rampPass(r *Result) (bool, string) {
 	return true, ""
 }
 
-// ramp searches rates with 100 pairs, 4 s measured per step.
+// ramp searches rates with 100 pairs, 3 s measured per step.
 func (s *suite) ramp(ctx context.Context, name string) (SuiteEntry, error) {
 	jsonPath, htmlPath, e := s.files(name)
 	e.Kind = "ramp"
 	o := s.base()
-	o.Pairs, o.Duration, o.Label = 100, s.scaled(4*time.Second), name
-	rates := []float64{2000, 4000, 6000, 8000, 10000, 12000, 14000, 16000, 20000, 24000}
+	o.Pairs, o.Warmup, o.Duration, o.Label = 100, time.Second, s.scaled(3*time.Second), name
+	rates := []float64{500, 750, 1000, 1500, 2000, 3000, 4000, 5000, 6000, 7000, 8000, 10000, 12000, 15000, 20000}
 	if s.quick {
 		rates = []float64{500, 1000}
 	}

@@ -92,14 +92,10 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 		timeout: int64(o.AckTimeout), text: payloadText(o.Payload),
 	})
 	usage := usageBetween(cpu0, sampleCPU())
-	// Drain: wait for every outstanding ACK and push, at most o.Grace.
-	deadline := time.Now().Add(o.Grace)
 	if rc != nil {
 		rc.wait()
 	}
-	for rec.progress().outstanding > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
-		time.Sleep(20 * time.Millisecond)
-	}
+	s.drain(ctx, rec)
 	stop()
 	res := rec.finish(s.topo.conns)
 	if rc != nil {
@@ -108,6 +104,31 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 	s.fill(&res, label)
 	res.Usage = usage
 	return res, ctx.Err()
+}
+
+// maxDrain caps the drain however long the server keeps making progress.
+const maxDrain = 2 * time.Minute
+
+// drain waits for every outstanding ACK and push. A backlog that is still
+// moving is waited for (its messages are late, and the histograms say so,
+// not lost); the drain ends when nothing has arrived for o.Grace, and what
+// is still missing then counts as lost.
+func (s *session) drain(ctx context.Context, rec *recorder) {
+	limit := time.Now().Add(maxDrain)
+	last := rec.progress()
+	quietSince := time.Now()
+	for ctx.Err() == nil && time.Now().Before(limit) {
+		p := rec.progress()
+		if p.outstanding <= 0 {
+			return
+		}
+		if p != last {
+			last, quietSince = p, time.Now()
+		} else if time.Since(quietSince) >= s.o.Grace {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // notifyPull reads what a 2102 announced: from the highest seq the

@@ -58,6 +58,8 @@ func loadSuite(dir string) (*loaded, error) {
 		case "compare":
 			var c CompareResult
 			err = readJSON(path, &c)
+			// Medians are recomputed so figures added since the run show up.
+			c.A.Median, c.B.Median = medians(c.A.Runs), medians(c.B.Runs)
 			l.compares[e.Name] = &c
 		case "ramp":
 			var r RampResult
@@ -151,9 +153,9 @@ func okMark(failures float64) string {
 // runRow is a table row for a single run.
 func runRow(r *Result, what string) string {
 	l := r.Latency
-	return fmt.Sprintf("| %s | %s | %s / %s | %s | %s | %s / %s | %s |\n", what, rate(r.Throughput.Saved),
+	return fmt.Sprintf("| %s | %s | %s / %s | %s | %s | %s / %s | %s | %.2f |\n", what, rate(r.Throughput.Saved),
 		ms(l.Accepted.P50), ms(l.Accepted.P99), ms(l.Saved.P99), ms(l.Lag.P99), ms(l.Delivery.P50), ms(l.Delivery.P99),
-		okMark(float64(r.Correctness.failures()+sumErrors(r.Errors))))
+		okMark(float64(r.Correctness.failures()+sumErrors(r.Errors))), r.Usage.OtherCores)
 }
 
 func sumErrors(m map[string]int64) int64 {
@@ -164,4 +166,4 @@ func sumErrors(m map[string]int64) int64 {
 	return n
 }
 
-const runHeader = "| scenario | saved msg/s | ACK p50 / p99 ms | ACK(saved) p99 ms | accepted→saved p99 ms | delivery p50 / p99 ms | failures |\n|---|--:|--:|--:|--:|--:|--:|\n"
+const runHeader = "| scenario | saved msg/s | ACK p50 / p99 ms | ACK(saved) p99 ms | accepted→saved p99 ms | delivery p50 / p99 ms | failures | other CPU (cores) |\n|---|--:|--:|--:|--:|--:|--:|--:|\n"

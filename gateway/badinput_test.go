@@ -39,7 +39,8 @@ func (e *env) snapshot(t *testing.T) snapshot {
 		}
 		s.users = append(s.users, u)
 	}
-	iter := e.rdb.Scan(ctx, 0, e.keys.Prefix+":*", 100).Iterator()
+	// A large COUNT: the shared Redis may hold many other keys.
+	iter := e.rdb.Scan(ctx, 0, e.keys.Prefix+":*", 10000).Iterator()
 	for iter.Next(ctx) {
 		s.tokens[iter.Val()] = e.rdb.Get(ctx, iter.Val()).Val()
 	}

@@ -154,7 +154,7 @@ func Redis(t testing.TB) (*redis.Client, string) {
 func DeletePrefix(rdb redis.UniversalClient, prefix string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 1000).Iterator()
+	iter := rdb.Scan(ctx, 0, prefix+":*", 10000).Iterator()
 	var keys []string
 	for iter.Next(ctx) {
 		if k := iter.Val(); strings.HasPrefix(k, prefix+":") {

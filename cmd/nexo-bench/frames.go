@@ -9,6 +9,7 @@ import "encoding/json"
 const (
 	reqSendMsg      = 1003 // send a message; answered with an ACK
 	reqPullMsgRange = 1005 // pull a seq range of one conversation
+	reqMsgAck       = 1101 // the client's delivered/read cursor
 	pushMsg         = 2001 // a message for a recipient
 	pushKick        = 2002 // the session was replaced or revoked
 	pushAck         = 2101 // a later ACK (ack_type "saved") for the sender

@@ -164,8 +164,8 @@ func (l *loaded) resultsMarkdown() string {
 	if r := l.runs["reconnect"]; r != nil && r.Reconnect != nil {
 		rc := r.Reconnect
 		b.WriteString("## Reconnect and gap fill\n\n" + runHeader + runRow(r, describe(r)))
-		fmt.Fprintf(&b, "\n%d receivers dropped for %.0f s; %d reconnected (handshake p99 %s ms); %d messages recovered by pull in %d pulls, gap filled p50 %s ms / max %s ms after the new session; %d sessions incomplete. [JSON](reconnect.json), [charts](reconnect.html)\n\n",
-			rc.Dropped, rc.OfflineS, rc.Reconnected, ms(rc.Reconnect.P99), r.Counts.Recovered, rc.Pulls, ms(rc.GapFill.P50), ms(rc.GapFill.Max), rc.Incomplete)
+		fmt.Fprintf(&b, "\n%d receivers dropped for %.0f s; %d reconnected (handshake p99 %s ms); %d messages recovered (%d by the server's resend, the rest by %d pulls), gap filled p50 %s ms / max %s ms after the new session; %d sessions incomplete; %d resent duplicates. [JSON](reconnect.json), [charts](reconnect.html)\n\n",
+			rc.Dropped, rc.OfflineS, rc.Reconnected, ms(rc.Reconnect.P99), r.Counts.Recovered, r.Counts.RecoveredByResend, rc.Pulls, ms(rc.GapFill.P50), ms(rc.GapFill.Max), rc.Incomplete, r.Correctness.ResentDuplicates)
 	}
 	if s := l.connectLine(); s != "" {
 		b.WriteString("## Connection storm\n\n" + s + " [JSON](connect-10k.json), [charts](connect-10k.html)\n\n")

@@ -29,8 +29,9 @@ type options struct {
 	OnlineShare float64
 	Connections int
 
-	DropShare float64
-	Offline   time.Duration
+	DropShare    float64
+	Offline      time.Duration
+	DeliveredAck time.Duration
 
 	Prefix   string
 	Password string
@@ -78,6 +79,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Connections, "connections", 1000, "connect: connections to open (10 per user, one per platform)")
 	fs.Float64Var(&o.DropShare, "drop-share", 0.5, "reconnect: share of receivers dropped mid-run")
 	fs.DurationVar(&o.Offline, "offline", 2*time.Second, "reconnect: how long dropped receivers stay away")
+	fs.DurationVar(&o.DeliveredAck, "delivered-ack", -1, "how often receivers report their contiguous seq with 1101 delivered (0 = never; default: 200ms for reconnect, whose resend starts from that cursor, never otherwise)")
 	fs.StringVar(&o.Prefix, "prefix", "", "user-ID prefix; reusing one reuses its accounts (default: a fresh random prefix)")
 	fs.StringVar(&o.Password, "password", "nexo-bench-pw", "password of the bench's accounts")
 	fs.BoolVar(&o.Keep, "keep", false, "keep groups and sessions at the end (default: dismiss groups, log out)")
@@ -136,6 +138,12 @@ func (o *options) check() error {
 	}
 	if o.Compare != "" && o.CompareURL != "" {
 		bad("--compare and --compare-url exclude each other")
+	}
+	if o.DeliveredAck < 0 {
+		o.DeliveredAck = 0
+		if o.Scenario == "reconnect" {
+			o.DeliveredAck = 200 * time.Millisecond
+		}
 	}
 	if o.Repeat < 1 {
 		bad("--repeat must be at least 1")

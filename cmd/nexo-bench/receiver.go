@@ -18,10 +18,13 @@ type receiver struct {
 	maxSeq map[string]int64  // highest seq shown per conversation (pushes and pulls)
 	pushed map[string]int64  // highest seq pushed per conversation (order check)
 
-	dupRaw     int64 // pushes repeating a (conversation_id, seq) already shown
-	dupDeduped int64 // the same message shown again under another seq: survives dedupe
-	conflicts  int64 // another message on a (conversation_id, seq) already shown
-	reorders   int64 // a push with a lower seq than an earlier push of its conversation
+	dupRaw     int64            // pushes repeating a (conversation_id, seq) already shown
+	dupDeduped int64            // the same message shown again under another seq: survives dedupe
+	conflicts  int64            // another message on a (conversation_id, seq) already shown
+	reorders   int64            // a push with a lower seq than an earlier push of its conversation
+	resentDup  int64            // a reconnect's resend of what the session already had (informational)
+	contig     map[string]int64 // highest seq up to which everything was shown, per conversation
+	acked      map[string]int64 // what 1101 delivered ACKs have reported
 	pulling    map[string]bool
 	notifyMax  map[string]int64
 }
@@ -36,24 +39,38 @@ func newReceiver() *receiver {
 	return &receiver{
 		seen: map[convSeq]shown{}, bySrv: map[string]int64{}, maxSeq: map[string]int64{},
 		pushed: map[string]int64{}, pulling: map[string]bool{}, notifyMax: map[string]int64{},
+		contig: map[string]int64{}, acked: map[string]int64{},
 	}
 }
 
-// show records m as shown to the user, via a push or a pull, and returns
-// whether it is new at this connection (the first time its
-// (conversation_id, seq) appears). Pulls overlapping pushes are expected,
-// so only a push repeating a push counts as a raw duplicate, and only
-// pushes count as reorders.
-func (r *receiver) show(m *message, byPush bool) (first bool) {
+// via is how a message reached a connection.
+type via int
+
+const (
+	viaPush   via = iota // a live 2001 push
+	viaResend            // a 2001 push to a reconnected session of a message sent before it reconnected
+	viaPull              // read by a pull (notify mode or gap fill)
+	viaOwn               // the connection sent it (known from its ACK)
+)
+
+// show records m as shown to the user and returns whether it is new at
+// this connection (the first time its (conversation_id, seq) appears).
+// Only a live push repeating a push counts as a raw duplicate, and only
+// live pushes are checked for order: pulls overlap pushes by design, and a
+// reconnect's resend repeats what the cursor had not yet acknowledged.
+func (r *receiver) show(m *message, how via) (first bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := convSeq{m.ConversationID, m.Seq}
 	if prev, ok := r.seen[k]; ok {
 		switch {
+		case how == viaOwn: // the ACKs are checked for conflicts already
 		case prev.srvID != m.ServerMsgID:
 			r.conflicts++
-		case byPush && prev.byPush:
-			r.dupRaw++ // pushed twice; a push of what a pull already read is not
+		case how == viaResend:
+			r.resentDup++
+		case how == viaPush && prev.byPush:
+			r.dupRaw++
 		}
 		return false
 	}
@@ -64,15 +81,51 @@ func (r *receiver) show(m *message, byPush bool) (first bool) {
 			r.bySrv[m.ServerMsgID] = m.Seq
 		}
 	}
-	r.seen[k] = shown{m.ServerMsgID, byPush}
-	if byPush {
+	r.seen[k] = shown{m.ServerMsgID, how == viaPush || how == viaResend}
+	if how == viaPush {
 		if m.Seq < r.pushed[m.ConversationID] {
 			r.reorders++
 		}
 		r.pushed[m.ConversationID] = max(r.pushed[m.ConversationID], m.Seq)
 	}
-	r.maxSeq[m.ConversationID] = max(r.maxSeq[m.ConversationID], m.Seq)
+	if how != viaOwn {
+		r.maxSeq[m.ConversationID] = max(r.maxSeq[m.ConversationID], m.Seq)
+	}
+	r.advance(m.ConversationID, m.Seq)
 	return true
+}
+
+// advance moves conv's contiguous prefix: the first seq shown in a run is
+// its base, and the prefix grows while the next seq is held.
+func (r *receiver) advance(conv string, seq int64) {
+	c, ok := r.contig[conv]
+	if !ok {
+		c = seq - 1
+	}
+	for {
+		if _, held := r.seen[convSeq{conv, c + 1}]; !held {
+			break
+		}
+		c++
+	}
+	r.contig[conv] = c
+}
+
+// dueAcks returns, per conversation, the contiguous prefix not yet
+// acknowledged to the server (1101 delivered), and marks it acknowledged.
+func (r *receiver) dueAcks() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out map[string]int64
+	for conv, c := range r.contig {
+		if c > r.acked[conv] {
+			if out == nil {
+				out = map[string]int64{}
+			}
+			out[conv], r.acked[conv] = c, c
+		}
+	}
+	return out
 }
 
 // highest returns the highest seq shown in conv (0 when none).
@@ -91,10 +144,10 @@ func (r *receiver) has(conv string, seq int64) bool {
 }
 
 // counts returns the anomaly counters.
-func (r *receiver) counts() (dupRaw, dupDeduped, conflicts, reorders int64) {
+func (r *receiver) counts() (dupRaw, dupDeduped, conflicts, reorders, resentDup int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.dupRaw, r.dupDeduped, r.conflicts, r.reorders
+	return r.dupRaw, r.dupDeduped, r.conflicts, r.reorders, r.resentDup
 }
 
 // startPull marks conv as being pulled up to maxSeq; false when a pull is

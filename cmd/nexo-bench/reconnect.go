@@ -101,6 +101,7 @@ func (rc *reconnector) run(ctx context.Context) {
 				return
 			}
 			back := time.Now()
+			c.resumedAt.Store(rc.s.clk.now())
 			rc.mu.Lock()
 			rc.res.Reconnected++
 			rc.hReconnect.record(int64(back.Sub(t0)))

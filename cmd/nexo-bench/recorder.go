@@ -62,7 +62,7 @@ type recorder struct {
 	await  string
 	low    int                        // msgs[:low] need no timeout check
 	pulls  func(c *conn, conv string) // starts a notify-mode pull
-	closed atomic.Bool
+	noAcks atomic.Bool                // the server answered 1101 with unknown_request
 
 	hAcc, hSaved, hLag, hDel, hSendDelay, hRecover *latencyHist
 	tl                                             timeline
@@ -80,7 +80,7 @@ type recorder struct {
 	convFirst, convLast map[string]int64
 }
 
-type eventCounts struct{ sent, accepted, saved, delivered, pulled, recovered int64 }
+type eventCounts struct{ sent, accepted, saved, delivered, pulled, recovered, resent int64 }
 
 func newRecorder(clk *clock, tag string, from, to int64, await string) *recorder {
 	return &recorder{
@@ -204,6 +204,14 @@ func (r *recorder) onFrame(c *conn, f *inFrame, at int64) {
 			r.release(m)
 			r.settle(m)
 		}
+	case reqMsgAck: // the answer to a delivered ACK: only a failure matters
+		switch {
+		case f.ErrCode == 0:
+		case f.ErrMsg == "unknown_request": // a server without cursors: stop asking
+			r.noAcks.Store(true)
+		default:
+			r.countError("ack_"+firstNonEmpty(f.ErrMsg, strconv.Itoa(f.ErrCode)), at)
+		}
 	case pushKick:
 		r.countError(firstNonEmpty(f.ErrMsg, "kicked"), at)
 	default:
@@ -249,6 +257,9 @@ func (r *recorder) onAnswer(f *inFrame, at int64) {
 		r.convFirst[m.to.conv] = a.Seq
 	}
 	r.convLast[m.to.conv] = max(r.convLast[m.to.conv], a.Seq)
+	if m.from.recv != nil { // the sender holds its own message: its contiguous prefix includes it
+		m.from.recv.show(&message{ServerMsgID: a.ServerMsgID, ConversationID: m.to.conv, Seq: a.Seq}, viaOwn)
+	}
 	r.tot.accepted++
 	if r.inWindow(at) {
 		r.win.accepted++
@@ -317,21 +328,28 @@ func (r *recorder) recordLag(m *msgRec, at int64) {
 	}
 }
 
-// onShown handles a message shown to c: a push, a notify-mode pull
-// (byPush false, notify true) or a gap-fill pull (both false).
+// onShown handles a message shown to c: a push (byPush), a notify-mode
+// pull (notify) or a gap-fill pull (neither). A push to a reconnected
+// session of a message sent before it reconnected is a resend: it counts
+// as recovered, like the gap fill, not as a delivery.
 func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool) {
-	if msg.Status == statusUnavailable {
-		r.mu.Lock()
-		r.unavailable++
-		r.mu.Unlock()
-		return
-	}
-	if !c.recv.show(msg, byPush) {
-		return
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if msg.Status == statusUnavailable {
+		r.unavailable++
+		return
+	}
 	m := r.lookup(msg.ClientMsgID)
+	how := viaPull
+	if byPush {
+		how = viaPush
+		if resumed := c.resumedAt.Load(); resumed != 0 && m != nil && m.sent < resumed {
+			how = viaResend
+		}
+	}
+	if !c.recv.show(msg, how) {
+		return
+	}
 	switch {
 	case m == nil:
 		if byPush {
@@ -339,10 +357,12 @@ func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool)
 		}
 		return
 	case !m.to.expects(c) || m.from == c:
-		r.unexpected++
+		if byPush { // a pull reads the whole window, the reader's own messages included
+			r.unexpected++
+		}
 		return
 	}
-	if byPush || notify {
+	if how == viaPush || notify {
 		m.delivered++
 		r.tot.delivered++
 		if notify {
@@ -360,6 +380,9 @@ func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool)
 	} else {
 		m.recovered++
 		r.tot.recovered++
+		if how == viaResend {
+			r.tot.resent++
+		}
 		if m.measured {
 			r.hRecover.record(at - m.sched)
 		}

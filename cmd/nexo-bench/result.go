@@ -25,6 +25,8 @@ type Result struct {
 	Correctness     Correctness      `json:"correctness"`
 	Errors          map[string]int64 `json:"errors"`
 	OK              bool             `json:"ok"`
+	// Notes say what the harness had to leave out against this server.
+	Notes []string `json:"notes,omitempty"`
 
 	Timeline []TimelinePoint         `json:"timeline,omitempty"`
 	Curves   map[string][][2]float64 `json:"curves,omitempty"`
@@ -83,6 +85,7 @@ type Counts struct {
 	Delivered          int64 `json:"delivered"`
 	DeliveredByPull    int64 `json:"delivered_by_notify_pull"`
 	Recovered          int64 `json:"recovered_by_gap_fill"`
+	RecoveredByResend  int64 `json:"recovered_by_resend"`
 }
 
 // Throughput is events per second inside the measurement window.
@@ -120,7 +123,10 @@ type Correctness struct {
 	// Informational, not failures:
 	SavedBeforeAnswer int64 `json:"saved_push_before_answer"`
 	DuplicateSaved    int64 `json:"duplicate_saved_acks"`
-	Stray             int64 `json:"stray_frames"`
+	// ResentDuplicates are a reconnect's resends of messages the session
+	// had already shown: at-least-once by design (docs/protocol.md).
+	ResentDuplicates int64 `json:"resent_duplicates"`
+	Stray            int64 `json:"stray_frames"`
 }
 
 // failures is the sum of the counters that must be zero.
@@ -197,7 +203,8 @@ func (r *recorder) finish(conns []*conn) Result {
 		if cn.recv == nil {
 			continue
 		}
-		raw, dedup, conflicts, reorders := cn.recv.counts()
+		raw, dedup, conflicts, reorders, resent := cn.recv.counts()
+		k.ResentDuplicates += resent
 		k.DuplicatesRaw += raw
 		k.DuplicatesDeduped += dedup
 		k.SeqConflicts += conflicts
@@ -205,7 +212,7 @@ func (r *recorder) finish(conns []*conn) Result {
 	}
 	k.Unavailable, k.Unexpected = r.unavailable, r.unexpected
 	k.SavedBeforeAnswer, k.DuplicateSaved, k.Stray = r.savedFirst, r.dupSavedAcks, r.stray
-	c.Delivered, c.DeliveredByPull, c.Recovered = r.tot.delivered, r.tot.pulled, r.tot.recovered
+	c.Delivered, c.DeliveredByPull, c.Recovered, c.RecoveredByResend = r.tot.delivered, r.tot.pulled, r.tot.recovered, r.tot.resent
 
 	secs := float64(r.to-r.from) / 1e9
 	res.MeasuredSeconds = round3(secs)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -85,6 +86,8 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 		rc = newReconnector(s, rec, from+int64(o.Duration)/3)
 		go rc.run(ctx)
 	}
+	stopAcks := s.deliveredAcks(ctx, rec)
+	defer stopAcks()
 	stop := startProgress(ctx, s.log, o.Quiet, label, s.clk, rec, start, from, end)
 	cpu0 := sampleCPU()
 	drive(ctx, s.clk, rec, s.topo.senders, load{
@@ -103,7 +106,57 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 	}
 	s.fill(&res, label)
 	res.Usage = usage
+	if rec.noAcks.Load() {
+		res.Notes = append(res.Notes, "the server answered 1101 (delivered ACK) with unknown_request: no delivered ACKs were sent, so a reconnect's resend (if any) starts from the last cursor the server has")
+	}
 	return res, ctx.Err()
+}
+
+// deliveredAcks starts, when --delivered-ack is set, one goroutine per
+// receiving session that reports its contiguous prefix per conversation
+// with 1101 {ack_type: delivered}, as a client does so that the server's
+// offline resend starts where the client stands. The answers go to the
+// recorder, which counts failures.
+func (s *session) deliveredAcks(ctx context.Context, rec *recorder) (stop func()) {
+	every := s.o.DeliveredAck
+	if every <= 0 {
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	seen := map[*conn]bool{}
+	for _, snd := range s.topo.senders {
+		for _, c := range snd.to.recipients {
+			if seen[c] {
+				continue
+			}
+			seen[c] = true
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t := time.NewTicker(every)
+				defer t.Stop()
+				var n int
+				for {
+					select {
+					case <-ctx.Done():
+						return
+					case <-t.C:
+					}
+					if rec.noAcks.Load() {
+						return
+					}
+					for conv, seq := range c.recv.dueAcks() {
+						n++
+						b := fmt.Appendf(nil, `{"req_identifier":%d,"msg_incr":"k%d","operation_id":"k%d","data":{"ack_type":"delivered","conversation_id":%q,"seq":%d}}`,
+							reqMsgAck, n, n, conv, seq)
+						_ = c.writeRaw(b) // a dropped session reports again after it reconnects
+					}
+				}
+			}()
+		}
+	}
+	return func() { cancel(); wg.Wait() }
 }
 
 // maxDrain caps the drain however long the server keeps making progress.

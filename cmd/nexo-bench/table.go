@@ -54,6 +54,9 @@ func writeTable(w io.Writer, r *Result) {
 		writeMessages(w, r)
 	}
 	writeErrors(w, r.Errors)
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "   note: %s\n", n)
+	}
 	verdict := "OK (every correctness counter is zero)"
 	if !r.OK {
 		verdict = "FAILED (see the counters above)"
@@ -76,20 +79,20 @@ func writeMessages(w io.Writer, r *Result) {
 	row("delivery (push)", l.Delivery)
 	row("send delay (generator)", l.SendDelay)
 	if l.Recovery.Count > 0 {
-		row("recovered by gap fill", l.Recovery)
+		row("recovered after reconnect", l.Recovery)
 	}
 	tw.Flush()
 	c, k := r.Counts, r.Correctness
 	fmt.Fprintf(w, "   messages %d (measured %d): accepted %d (answer accepted %d, saved %d), saved %d, refused %d; deliveries %d of %d expected",
 		c.Messages, c.Measured, c.Accepted, c.AckAccepted, c.AckSaved, c.Saved, c.Refused, c.Delivered+c.Recovered, c.ExpectedDeliveries)
 	if c.DeliveredByPull > 0 || c.Recovered > 0 {
-		fmt.Fprintf(w, " (%d by notify pull, %d by gap fill)", c.DeliveredByPull, c.Recovered)
+		fmt.Fprintf(w, " (%d by notify pull; %d recovered after a reconnect, %d of them by the server's resend)", c.DeliveredByPull, c.Recovered, c.RecoveredByResend)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "   correctness: lost unsaved %d, lost deliveries %d, unanswered %d, duplicates raw %d / after dedupe %d, seq conflicts %d,\n",
 		k.LostUnsaved, k.LostDeliveries, k.Unanswered, k.DuplicatesRaw, k.DuplicatesDeduped, k.SeqConflicts)
-	fmt.Fprintf(w, "                reorders receiver %d / sender %d, seq gaps %d, unavailable %d, unexpected pushes %d\n",
-		k.ReordersReceiver, k.ReordersSender, k.SeqGaps, k.Unavailable, k.Unexpected)
+	fmt.Fprintf(w, "                reorders receiver %d / sender %d, seq gaps %d, unavailable %d, unexpected pushes %d; resent duplicates %d (by design)\n",
+		k.ReordersReceiver, k.ReordersSender, k.SeqGaps, k.Unavailable, k.Unexpected, k.ResentDuplicates)
 	if rc := r.Reconnect; rc != nil {
 		fmt.Fprintf(w, "   reconnect: dropped %d for %.1fs, reconnected %d (handshake p99 %.1f ms), gap filled in p50 %.1f / max %.1f ms with %d pulls, incomplete %d\n",
 			rc.Dropped, rc.OfflineS, rc.Reconnected, rc.Reconnect.P99, rc.GapFill.P50, rc.GapFill.Max, rc.Pulls, rc.Incomplete)

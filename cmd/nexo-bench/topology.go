@@ -170,6 +170,7 @@ func (t *topology) online() []*conn {
 func (t *topology) resetReceivers() {
 	for _, c := range t.conns {
 		c.recv = newReceiver()
+		c.resumedAt.Store(0)
 	}
 }
 

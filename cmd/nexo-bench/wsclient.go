@@ -43,6 +43,10 @@ type conn struct {
 	pmu     sync.Mutex
 	pending map[string]chan *inFrame
 
+	// resumedAt is when a reconnected session came back (clock offset; 0
+	// for a first session): pushes of messages sent before it are resends.
+	resumedAt atomic.Int64
+
 	done      chan struct{} // closed when the reader exits
 	closeMu   sync.Mutex
 	closeWhy  string

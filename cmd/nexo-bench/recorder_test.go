@@ -171,7 +171,9 @@ func TestPercentilesNeverExceedMax(t *testing.T) {
 // holes, once each.
 func TestReceiverContiguousPrefix(t *testing.T) {
 	r := newReceiver()
-	show := func(seq int64, how via) { r.show(&message{ConversationID: "c", Seq: seq, ServerMsgID: "s" + string(rune('a'+seq))}, how) }
+	show := func(seq int64, how via) {
+		r.show(&message{ConversationID: "c", Seq: seq, ServerMsgID: "s" + string(rune('a'+seq))}, how)
+	}
 	show(5, viaPush)
 	show(6, viaPush)
 	show(8, viaPush)
@@ -201,7 +203,7 @@ func TestResendAfterReconnect(t *testing.T) {
 		rec.onFrame(snd, ackFrame(t, pushAck, id, ackSaved, int64(i+1)), rec.clk.now())
 	}
 	rec.onFrame(rcv, pushFrame(t, ids[0], "srv-"+ids[0], 1), rec.clk.now()) // live, before the drop
-	rcv.resumedAt.Store(rec.clk.now() + 1)                                   // the session came back
+	rcv.resumedAt.Store(rec.clk.now() + 1)                                  // the session came back
 	rec.onFrame(rcv, pushFrame(t, ids[1], "srv-"+ids[1], 2), rec.clk.now()) // resent: recovered
 	rec.onFrame(rcv, pushFrame(t, ids[0], "srv-"+ids[0], 1), rec.clk.now()) // resent again: a resent duplicate
 	r := rec.finish([]*conn{snd, rcv})

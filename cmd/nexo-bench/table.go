@@ -85,8 +85,11 @@ func writeMessages(w io.Writer, r *Result) {
 	c, k := r.Counts, r.Correctness
 	fmt.Fprintf(w, "   messages %d (measured %d): accepted %d (answer accepted %d, saved %d), saved %d, refused %d; deliveries %d of %d expected",
 		c.Messages, c.Measured, c.Accepted, c.AckAccepted, c.AckSaved, c.Saved, c.Refused, c.Delivered+c.Recovered, c.ExpectedDeliveries)
-	if c.DeliveredByPull > 0 || c.Recovered > 0 {
-		fmt.Fprintf(w, " (%d by notify pull; %d recovered after a reconnect, %d of them by the server's resend)", c.DeliveredByPull, c.Recovered, c.RecoveredByResend)
+	if c.DeliveredByPull > 0 {
+		fmt.Fprintf(w, " (%d read by pull after a 2102 notify)", c.DeliveredByPull)
+	}
+	if c.Recovered > 0 {
+		fmt.Fprintf(w, "; %d recovered after a reconnect (%d of them by the server's resend)", c.Recovered, c.RecoveredByResend)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "   correctness: lost unsaved %d, lost deliveries %d, unanswered %d, duplicates raw %d / after dedupe %d, seq conflicts %d,\n",

@@ -74,6 +74,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	readme := fs.String("readme", "README.md", "regenerate this file's performance section afterwards (\"\" skips)")
 	quick := fs.Bool("quick", false, "fifth of every duration and smaller loads: checks the suite runs, measures little")
 	only := fs.String("only", "", "comma-separated step names to run (default: all; see docs/bench/README.md)")
+	quietFor := fs.Duration("wait-quiet", 30*time.Second, "before each step, wait up to this long for the shared machine to be under 20% busy (0 = do not wait)")
 	var so serverOptions
 	so.register(fs)
 	fresh := fs.Lookup("fresh-db")
@@ -106,6 +107,10 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			continue
 		}
 		fmt.Fprintf(stderr, "\n### suite step %s: %s\n", st.name, st.title)
+		if *quietFor > 0 {
+			waited, busy := waitQuiet(ctx, *quietFor, quietBusyPct)
+			fmt.Fprintf(stderr, "waited %.0fs for the machine to quiet down (last second %.0f%% busy)\n", waited.Seconds(), busy)
+		}
 		e, err := st.run(ctx)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -133,6 +138,10 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	return nil
 }
+
+// quietBusyPct is the machine-wide busy share under which the suite
+// considers the shared machine quiet enough to start a step.
+const quietBusyPct = 20
 
 type suiteStep struct {
 	name, title string

@@ -153,6 +153,9 @@ func okMark(failures float64) string {
 // runRow is a table row for a single run.
 func runRow(r *Result, what string) string {
 	l := r.Latency
+	if short, ok := shortNames[what]; ok {
+		what = what + ": " + short
+	}
 	return fmt.Sprintf("| %s | %s | %s / %s | %s | %s | %s / %s | %s | %.2f |\n", what, rate(r.Throughput.Saved),
 		ms(l.Accepted.P50), ms(l.Accepted.P99), ms(l.Saved.P99), ms(l.Lag.P99), ms(l.Delivery.P50), ms(l.Delivery.P99),
 		okMark(float64(r.Correctness.failures()+sumErrors(r.Errors))), r.Usage.OtherCores)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"runtime"
 	"strconv"
@@ -121,4 +122,26 @@ func usageBetween(a, b cpuSample) Usage {
 		u.OtherCores = round3(max(0, busy-u.ProcessCores-u.RedisCores-u.MySQLCores))
 	}
 	return u
+}
+
+// waitQuiet waits, at most limit, until the whole machine has been less
+// than busyPct busy for three consecutive one-second samples (this process
+// is idle between steps, so what it sees is everyone else). It returns how
+// long it waited and the last sample's busy share.
+func waitQuiet(ctx context.Context, limit time.Duration, busyPct float64) (time.Duration, float64) {
+	start := time.Now()
+	quiet, last := 0, 0.0
+	prev := sampleCPU()
+	for quiet < 3 && time.Since(start) < limit && ctx.Err() == nil {
+		time.Sleep(time.Second)
+		cur := sampleCPU()
+		last = usageBetween(prev, cur).MachineBusyPct
+		prev = cur
+		if last < busyPct {
+			quiet++
+		} else {
+			quiet = 0
+		}
+	}
+	return time.Since(start), last
 }

@@ -89,7 +89,7 @@ func writeMessages(w io.Writer, r *Result) {
 		fmt.Fprintf(w, " (%d read by pull after a 2102 notify)", c.DeliveredByPull)
 	}
 	if c.Recovered > 0 {
-		fmt.Fprintf(w, "; %d recovered after a reconnect (%d of them by the server's resend)", c.Recovered, c.RecoveredByResend)
+		fmt.Fprintf(w, "; %d recovered after a reconnect (%d of them pushed to the new session: resend or in flight)", c.Recovered, c.RecoveredByResend)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "   correctness: lost unsaved %d, lost deliveries %d, unanswered %d, duplicates raw %d / after dedupe %d, seq conflicts %d,\n",

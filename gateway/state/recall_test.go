@@ -73,9 +73,23 @@ func TestRecallOfASavedMessage(t *testing.T) {
 		t.Fatalf("revoke notices %+v", n)
 	}
 	for _, u := range []string{"alice", "bob"} {
-		e.reg.waitFor(t, u, wire.PushMsg, "the revoke notice", func(p []push) bool {
-			return len(p) == 1 && p[0].num("msg_type") == 1600 && p[0].num("seq") == 3
+		got := e.reg.waitFor(t, u, wire.PushMsg, "the revoke notice", func(p []push) bool {
+			for _, x := range p {
+				if x.num("msg_type") == 1600 && x.num("seq") == 3 {
+					return true
+				}
+			}
+			return false
 		})
+		notices := 0
+		for _, x := range got {
+			if x.num("msg_type") == 1600 {
+				notices++
+			}
+		}
+		if notices != 1 {
+			t.Fatalf("%s got %d revoke notices", u, notices)
+		}
 	}
 }
 

@@ -29,7 +29,9 @@ type ResendReader interface {
 // reports its outbound queue (Pending() int: frames queued or being
 // written) is paced: the resend never has more than maxQueued frames
 // waiting on it, so it cannot overflow ws.send_queue. Without it, the
-// resend sends at most maxQueued frames in all.
+// resend sends at most maxQueued frames in all. A target that reports
+// when it was registered (ConnectedAt() time.Time) bounds the resend to
+// messages sent before that.
 type Target interface {
 	UserID() string
 	PlatformID() int
@@ -37,6 +39,11 @@ type Target interface {
 }
 
 type queueDepth interface{ Pending() int }
+
+// connectTime is implemented by connections that know when they were
+// registered (pushes reach them from then on); without it the resend's
+// own start is used, a little later.
+type connectTime interface{ ConnectedAt() time.Time }
 
 // pacePoll is how often a paced resend looks at a full queue again.
 const pacePoll = 2 * time.Millisecond
@@ -64,8 +71,11 @@ type ResendDeps struct {
 // the rest. A Redis lock per user and platform (SET NX PX
 // sync.resend_lock_ttl) suppresses a second resend in a reconnect storm.
 // Each resend costs two queries (conversations with cursors; the messages
-// of every range at once). The delivered cursor moves only when the client
-// ACKs what it received.
+// of every range at once). Only messages sent before the resend began are
+// resent: later ones reach the connection by live push (a message from an
+// instance whose clock runs ahead may be left to the client's pull, which
+// the protocol asks for after every reconnect). The delivered cursor moves
+// only when the client ACKs what it received.
 type Resender struct {
 	cfg       configs.Sync
 	reader    ResendReader
@@ -120,6 +130,12 @@ type plan struct {
 // pushed) or ctx's.
 func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 	began := time.Now()
+	// Messages sent after the connection registered reach it by live push;
+	// resending them too would only duplicate (see docs/sync.md).
+	connectedAt := began.UnixMilli()
+	if c, ok := t.(connectTime); ok {
+		connectedAt = c.ConnectedAt().UnixMilli()
+	}
 	user := t.UserID()
 	if r.cfg.ResendLockTTL > 0 && r.rdb != nil {
 		key := r.keys.Key("resend", user, strconv.Itoa(t.PlatformID()))
@@ -148,6 +164,9 @@ func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 		for i := range byConv[p.conv] {
 			if !paced && frames >= r.maxQueued {
 				break
+			}
+			if byConv[p.conv][i].SendAt > connectedAt {
+				continue
 			}
 			f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(&byConv[p.conv][i])})
 			if err != nil {

@@ -1,6 +1,7 @@
 package state_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -221,5 +222,40 @@ func TestResendPacing(t *testing.T) {
 	res, err := e.resender.Resend(bg, plain)
 	if err != nil || res.Messages+res.Summaries > 8 || res.Messages == 0 {
 		t.Fatalf("unpaced resend %+v, %v", res, err)
+	}
+}
+
+// timedTarget reports when it was registered.
+type timedTarget struct {
+	target
+	at time.Time
+}
+
+func (c *timedTarget) ConnectedAt() time.Time { return c.at }
+
+// TestResendSkipsWhatLivePushesCover: messages sent after the connection
+// registered are left to the live push.
+func TestResendSkipsWhatLivePushesCover(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.addUsers("alice", "bob")
+	conv := domain.SingleConversationID("alice", "bob")
+	now := time.Now()
+	var batch []domain.Message
+	for i, at := range []time.Time{now.Add(-2 * time.Second), now.Add(-time.Second), now} {
+		batch = append(batch, chatMessage(conv, int64(i+1), "alice", "bob", at))
+		batch[i].ServerMsgID += fmt.Sprint(i)
+		batch[i].ClientMsgID += fmt.Sprint(i)
+	}
+	if _, err := e.msgs.SaveBatch(bg, batch); err != nil {
+		t.Fatal(err)
+	}
+	conn := &timedTarget{target: target{user: "bob", platform: 5}, at: now.Add(-500 * time.Millisecond)}
+	if _, err := e.resender.Resend(bg, conn); err != nil {
+		t.Fatal(err)
+	}
+	msgs, _, summaries := seqsOf(conn.got())
+	if !equal(msgs[conv], []int64{1, 2}) || len(summaries) != 0 {
+		t.Fatalf("resent %v, summaries %v", msgs, summaries)
 	}
 }

@@ -126,6 +126,9 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		s.index.Entries = append(s.index.Entries, e)
 	}
 	s.index.Seconds = round1(time.Since(started).Seconds())
+	if len(want) > 0 {
+		s.mergeEarlier(filepath.Join(*dir, "suite.json"))
+	}
 	if err := writeJSON(filepath.Join(*dir, "suite.json"), &s.index); err != nil {
 		return err
 	}
@@ -299,4 +302,40 @@ func (s *suite) connect(ctx context.Context, name string) (SuiteEntry, error) {
 	}
 	e.OK = res.OK
 	return e, writeJSON(jsonPath, &res)
+}
+
+// mergeEarlier keeps, after an --only run, the steps of the previous
+// suite.json that were not run again, so the summary still covers the
+// whole suite; the index's command and duration then name both runs.
+func (s *suite) mergeEarlier(path string) {
+	var prev SuiteIndex
+	if readJSON(path, &prev) != nil || prev.Quick != s.index.Quick {
+		return
+	}
+	ran := map[string]bool{}
+	for _, e := range s.index.Entries {
+		ran[e.Name] = true
+	}
+	var merged []SuiteEntry
+	for _, e := range prev.Entries {
+		if !ran[e.Name] {
+			merged = append(merged, e)
+			continue
+		}
+		for _, n := range s.index.Entries {
+			if n.Name == e.Name {
+				merged = append(merged, n)
+			}
+		}
+		delete(ran, e.Name)
+	}
+	for _, e := range s.index.Entries {
+		if ran[e.Name] { // a step the earlier run did not have
+			merged = append(merged, e)
+		}
+	}
+	s.index.Entries = merged
+	s.index.Command = prev.Command + "; then " + s.index.Command
+	s.index.StartedAt = prev.StartedAt
+	s.index.Seconds = round1(prev.Seconds + s.index.Seconds)
 }

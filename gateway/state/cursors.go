@@ -21,7 +21,11 @@ type CursorStore interface {
 	Advance(ctx context.Context, cursors []domain.Cursor) (statements int, err error)
 }
 
-// Move is one cursor that a flush moved: its values before and after.
+// Move is one cursor a flush took ACKs for: its values before and after,
+// and the highest values the ACKs asked for (0 = none). Cursors the ACKs
+// did not move are reported too: a member's own message moves its read
+// cursor in the save, and its next ACK, whatever its seq, is how the other
+// party learns of that read.
 type Move struct {
 	UserID         string
 	ConversationID string
@@ -29,10 +33,12 @@ type Move struct {
 	ToDelivered    int64
 	FromRead       int64
 	ToRead         int64
+	AckedDelivered int64
+	AckedRead      int64
 }
 
-// MoveSink learns of the cursors a flush moved, after they are written
-// (Receipts).
+// MoveSink learns of the cursors a flush took ACKs for, after they are
+// written (Receipts).
 type MoveSink interface {
 	Moved(ctx context.Context, moves []Move)
 }
@@ -167,7 +173,8 @@ func (w *CursorWriter) Close(ctx context.Context) error {
 }
 
 // Flush writes every pending advance now: one read of the stored cursors,
-// one upsert per 500 that move, then the moves go to the sink. On error
+// one upsert per 500 that move, then every cursor it took ACKs for goes to
+// the sink (moved or not). On error
 // the advances stay pending.
 func (w *CursorWriter) Flush(ctx context.Context) error {
 	w.flushMu.Lock()
@@ -216,16 +223,16 @@ func (w *CursorWriter) write(ctx context.Context, batch map[store.CursorKey]targ
 		t, old := batch[k], stored[k]
 		mv := Move{UserID: k.UserID, ConversationID: k.ConversationID,
 			FromDelivered: old.DeliveredSeq, ToDelivered: max(old.DeliveredSeq, t.delivered),
-			FromRead: old.ReadSeq, ToRead: max(old.ReadSeq, t.read)}
-		if mv.ToDelivered == mv.FromDelivered && mv.ToRead == mv.FromRead {
-			continue
+			FromRead: old.ReadSeq, ToRead: max(old.ReadSeq, t.read), AckedDelivered: t.delivered, AckedRead: t.read}
+		moved := mv.ToDelivered != mv.FromDelivered || mv.ToRead != mv.FromRead
+		if moved {
+			rows = append(rows, domain.Cursor{UserID: k.UserID, ConversationID: k.ConversationID,
+				DeliveredSeq: mv.ToDelivered, ReadSeq: mv.ToRead})
 		}
-		rows = append(rows, domain.Cursor{UserID: k.UserID, ConversationID: k.ConversationID,
-			DeliveredSeq: mv.ToDelivered, ReadSeq: mv.ToRead})
 		moves = append(moves, mv)
 	}
 	if len(rows) == 0 {
-		return nil, nil
+		return moves, nil
 	}
 	n, err := w.store.Advance(ctx, rows)
 	w.stats.Statements.Add(int64(n))

@@ -233,17 +233,31 @@ func TestReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.flush()
-	if err := e.ack("bob", conv, "read", 2); err != nil { // moves nothing: no receipt
+	if err := e.ack("bob", conv, "read", 1); err != nil { // below the cursor: the cursor as it stands
 		t.Fatal(err)
 	}
 	e.flush()
 	got := e.reg.pushes("alice", wire.PushAck)
-	if len(got) != 2 || got[0].str("ack_type") != "delivered" || got[0].num("seq") != 3 || got[0].str("user_id") != "bob" ||
-		got[1].str("ack_type") != "read" || got[1].num("seq") != 2 || got[0].str("conversation_id") != conv {
+	if len(got) != 3 || got[0].str("ack_type") != "delivered" || got[0].num("seq") != 3 || got[0].str("user_id") != "bob" ||
+		got[1].str("ack_type") != "read" || got[1].num("seq") != 2 || got[0].str("conversation_id") != conv ||
+		got[2].str("ack_type") != "read" || got[2].num("seq") != 2 {
 		t.Fatalf("alice's receipts = %+v", got)
 	}
 	if mine := e.reg.pushes("bob", wire.PushAck); len(mine) != 0 {
 		t.Fatalf("the reader got its own receipts: %+v", mine)
+	}
+	// Bob replies: his read cursor moves with his message in the save, and
+	// his next ACK — even a late one below it — tells alice (one read
+	// receipt, no separate delivered one).
+	reply := e.send("bob", "alice")
+	e.reg.reset()
+	if err := e.ack("bob", conv, "read", reply-1); err != nil {
+		t.Fatal(err)
+	}
+	e.flush()
+	got = e.reg.pushes("alice", wire.PushAck)
+	if len(got) != 1 || got[0].str("ack_type") != "read" || got[0].num("seq") != reply {
+		t.Fatalf("alice's receipts after bob's reply = %+v", got)
 	}
 
 	gid := e.createGroup("alice", "bob", "carol")

@@ -30,13 +30,18 @@ type GroupSizes interface {
 // on thousands of messages sends receipts for the newest 500 seqs only.
 const receiptScan = 500
 
-// Receipts pushes 2101 receipts for cursors that moved (the CursorWriter's
-// MoveSink). In single chat the other party gets {ack_type: delivered |
-// read, conversation_id, seq, user_id} for each cursor that moved (none
-// for a note to self). In a group of at most group_receipt_max_members
-// active members, the senders of the newly read messages get one read
-// receipt each per flush (coalesced by the writer's window); delivered
-// cursors of groups send nothing.
+// Receipts pushes 2101 receipts for the cursors a flush took ACKs for (the
+// CursorWriter's MoveSink). In single chat the other party gets {ack_type:
+// delivered | read, conversation_id, seq, user_id} with the member's cursor
+// as it now stands: read after a read ACK, delivered after a delivered ACK
+// when it is beyond the read cursor (a read receipt implies delivery) —
+// also when the ACK moved nothing, because a member's own message moves
+// its read cursor in the save without a receipt, and an ACK may arrive
+// after that. Receipts are idempotent (clients keep the highest); at most
+// one per kind per flush window. None for a note to self. In a group of at
+// most group_receipt_max_members active members, the senders of the newly
+// read messages get one read receipt each per flush; delivered cursors of
+// groups send nothing.
 type Receipts struct {
 	push     AckPusher
 	senders  SenderLookup
@@ -95,11 +100,13 @@ func (r *Receipts) single(ctx context.Context, mv Move) {
 	if !ok || peer == mv.UserID {
 		return
 	}
-	if mv.ToDelivered > mv.FromDelivered {
+	read := mv.AckedRead > 0
+	delivered := mv.AckedDelivered > mv.AckedRead && mv.ToDelivered > mv.ToRead
+	if delivered {
 		r.push.PushAck(ctx, peer, domain.Ack{Type: domain.AckDelivered, ConversationID: mv.ConversationID,
 			Seq: mv.ToDelivered, UserID: mv.UserID})
 	}
-	if mv.ToRead > mv.FromRead {
+	if read {
 		r.push.PushAck(ctx, peer, domain.Ack{Type: domain.AckRead, ConversationID: mv.ConversationID,
 			Seq: mv.ToRead, UserID: mv.UserID})
 	}

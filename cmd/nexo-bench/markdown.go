@@ -60,10 +60,10 @@ func (l *loaded) maxRateLine() string {
 	if r.Ratio > 0 {
 		s += fmt.Sprintf(", a ratio of **%.2f×**", r.Ratio)
 	}
-	if len(r.Steps) > 0 && r.Steps[len(r.Steps)-1].Pass {
-		s += " (the last step passed: the search stopped at its highest rate, not at a failure)"
+	for _, m := range r.Unbounded {
+		s += fmt.Sprintf(" (two-phase %s passed every rate tried: its maximum is higher)", m)
 	}
-	return s + ". One search per mode, not a median."
+	return s + "."
 }
 
 func (l *loaded) runsTable(names ...string) string {
@@ -139,13 +139,14 @@ func (l *loaded) resultsMarkdown() string {
 	}
 	if l.ramp != nil {
 		b.WriteString("## Highest sustained persisted rate\n\n" + l.maxRateLine() + "\n\n")
-		b.WriteString("| two-phase | offered msg/s | saved msg/s | ACK p99 ms | ACK(saved) p99 ms | accepted→saved p99 ms | passed |\n|---|--:|--:|--:|--:|--:|---|\n")
+		b.WriteString("| two-phase | offered msg/s | run | saved msg/s | ACK p99 ms | ACK(saved) p99 ms | accepted→saved p99 ms | other CPU (cores) | passed |\n|---|--:|--:|--:|--:|--:|--:|--:|---|\n")
 		for _, st := range l.ramp.Steps {
 			pass := "yes"
 			if !st.Pass {
 				pass = "no: " + st.Why
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s | %s |\n", st.Mode, rate(st.Rate), rate(st.SavedPerS), ms(st.AckP99), ms(st.SavedP99), ms(st.LagP99), pass)
+			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %.2f | %s |\n", st.Mode, rate(st.Rate), max(st.Attempt, 1), rate(st.SavedPerS),
+				ms(st.AckP99), ms(st.SavedP99), ms(st.LagP99), st.OtherCores, pass)
 		}
 		b.WriteString("\n[JSON](max-rate.json), [charts](max-rate.html)\n\n")
 	}

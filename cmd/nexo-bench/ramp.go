@@ -18,6 +18,9 @@ type RampResult struct {
 	Criterion string             `json:"criterion"`
 	Steps     []RampStep         `json:"steps"`
 	Max       map[string]float64 `json:"max_rate"` // mode -> highest passing rate
+	// Unbounded lists the modes that passed every rate tried: their
+	// maximum is above the search's range.
+	Unbounded []string `json:"unbounded,omitempty"`
 	Ratio     float64            `json:"ratio_on_over_off"`
 	Runs      []Result           `json:"runs"`
 }
@@ -26,12 +29,15 @@ type RampResult struct {
 type RampStep struct {
 	Mode      string  `json:"mode"`
 	Rate      float64 `json:"rate"`
+	Attempt   int     `json:"attempt"` // 1, 2, 3: a failed rate is run again (two of three decide)
 	Pass      bool    `json:"pass"`
 	Why       string  `json:"why,omitempty"`
 	SavedPerS float64 `json:"saved_per_s"`
 	AckP99    float64 `json:"ack_p99_ms"`
 	SavedP99  float64 `json:"saved_p99_ms"`
 	LagP99    float64 `json:"lag_p99_ms"`
+	// OtherCores is the CPU the rest of the machine used during the run.
+	OtherCores float64 `json:"other_cores"`
 }
 
 // rampLimitMs is the bound on ACK(saved) p99 (measured from the due time)
@@ -68,7 +74,7 @@ func (s *suite) ramp(ctx context.Context, name string) (SuiteEntry, error) {
 	}
 	defer sess.close()
 	out := &RampResult{Tool: "nexo-bench", Schema: 1, Name: name, Max: map[string]float64{},
-		Criterion: fmt.Sprintf("saved throughput >= 97%% of the offered rate, ACK(saved) p99 from the due time < %d ms, every correctness counter zero; 100 pairs, %gs measured per step", rampLimitMs, o.Duration.Seconds())}
+		Criterion: fmt.Sprintf("saved throughput >= 97%% of the offered rate, ACK(saved) p99 from the due time < %d ms, every correctness counter zero, in two runs of three; 100 pairs, %gs measured per run", rampLimitMs, o.Duration.Seconds())}
 	modes := []struct{ key, spec string }{{"on", ""}, {"off", "two_phase.enabled=false"}}
 	stopped := map[string]bool{}
 	for _, rate := range rates {
@@ -81,21 +87,34 @@ func (s *suite) ramp(ctx context.Context, name string) (SuiteEntry, error) {
 				return e, err
 			}
 			sess.mode, o.Rate = mode, rate
-			res, err := sess.runMessages(ctx, fmt.Sprintf("%s %s %g/s", name, m.key, rate))
-			if err != nil {
-				return e, err
+			// One run decides a pass; a failure is run up to twice more and
+			// the rate counts as sustained when two runs of three pass, so
+			// one burst of the shared machine's other work does not end the
+			// search.
+			passes, fails := 0, 0
+			for passes < 2 && fails < 2 && !(passes == 1 && fails == 0) {
+				res, err := sess.runMessages(ctx, fmt.Sprintf("%s %s %g/s", name, m.key, rate))
+				if err != nil {
+					return e, err
+				}
+				pass, why := rampPass(&res)
+				if pass {
+					passes++
+				} else {
+					fails++
+				}
+				out.Steps = append(out.Steps, RampStep{Mode: m.key, Rate: rate, Attempt: passes + fails, Pass: pass, Why: why,
+					SavedPerS: res.Throughput.Saved, AckP99: res.Latency.Accepted.P99, SavedP99: res.Latency.Saved.P99,
+					LagP99: res.Latency.Lag.P99, OtherCores: res.Usage.OtherCores})
+				res.Timeline = nil
+				out.Runs = append(out.Runs, res)
+				fmt.Fprintf(s.log, "%s: two-phase %s at %g/s, run %d: pass=%v %s\n", name, m.key, rate, passes+fails, pass, why)
 			}
-			pass, why := rampPass(&res)
-			out.Steps = append(out.Steps, RampStep{Mode: m.key, Rate: rate, Pass: pass, Why: why, SavedPerS: res.Throughput.Saved,
-				AckP99: res.Latency.Accepted.P99, SavedP99: res.Latency.Saved.P99, LagP99: res.Latency.Lag.P99})
-			res.Timeline = nil
-			out.Runs = append(out.Runs, res)
-			if pass {
+			if passes > fails {
 				out.Max[m.key] = rate
 			} else {
 				stopped[m.key] = true
 			}
-			fmt.Fprintf(s.log, "%s: two-phase %s at %g/s: pass=%v %s\n", name, m.key, rate, pass, why)
 		}
 		if stopped["on"] && stopped["off"] {
 			break
@@ -103,6 +122,11 @@ func (s *suite) ramp(ctx context.Context, name string) (SuiteEntry, error) {
 	}
 	if _, err := s.srv.SetMode(""); err != nil {
 		return e, err
+	}
+	for _, m := range modes {
+		if !stopped[m.key] {
+			out.Unbounded = append(out.Unbounded, m.key)
+		}
 	}
 	if out.Max["off"] > 0 {
 		out.Ratio = round3(out.Max["on"] / out.Max["off"])
@@ -115,13 +139,13 @@ func (s *suite) ramp(ctx context.Context, name string) (SuiteEntry, error) {
 func writeRamp(w io.Writer, r *RampResult) {
 	fmt.Fprintf(w, "\n== %s: %s\n", r.Name, r.Criterion)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "   two-phase\trate\tsaved/s\tACK p99 ms\tsaved p99 ms\tlag p99 ms\tpass\t")
+	fmt.Fprintln(tw, "   two-phase\trate\trun\tsaved/s\tACK p99 ms\tsaved p99 ms\tlag p99 ms\tother CPU\tpass\t")
 	for _, st := range r.Steps {
 		pass := "yes"
 		if !st.Pass {
 			pass = "no: " + st.Why
 		}
-		fmt.Fprintf(tw, "   %s\t%g\t%.0f\t%.2f\t%.2f\t%.2f\t%s\t\n", st.Mode, st.Rate, st.SavedPerS, st.AckP99, st.SavedP99, st.LagP99, pass)
+		fmt.Fprintf(tw, "   %s\t%g\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%s\t\n", st.Mode, st.Rate, st.Attempt, st.SavedPerS, st.AckP99, st.SavedP99, st.LagP99, st.OtherCores, pass)
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "   highest sustained: two-phase on %g msg/s, off %g msg/s (ratio %.2f×)\n", r.Max["on"], r.Max["off"], r.Ratio)

@@ -21,8 +21,8 @@ type RampResult struct {
 	// Unbounded lists the modes that passed every rate tried: their
 	// maximum is above the search's range.
 	Unbounded []string `json:"unbounded,omitempty"`
-	Ratio     float64            `json:"ratio_on_over_off"`
-	Runs      []Result           `json:"runs"`
+	Ratio     float64  `json:"ratio_on_over_off"`
+	Runs      []Result `json:"runs"`
 }
 
 // RampStep is one run of the search.

@@ -22,6 +22,7 @@ import (
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/gateway/state"
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
 )
@@ -68,6 +69,9 @@ type App struct {
 	// onLogout is handed to the gateway; a step that owns live sessions
 	// (the WebSocket hub) sets it before buildGateway runs.
 	onLogout func(userID string, platformID int, jti string)
+	// resender is offline resend (gateway/state), built with the messaging
+	// step and run by the WebSocket gateway's OnConnect hook.
+	resender *state.Resender
 }
 
 // New builds every component from cfg (already validated). On error it

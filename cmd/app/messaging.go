@@ -14,6 +14,7 @@ import (
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/chat"
 	"github.com/nexo-im/nexo/gateway/group"
+	"github.com/nexo-im/nexo/gateway/state"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
@@ -28,6 +29,12 @@ func (a *App) buildWebSocket(context.Context) error {
 	hub, err := ws.New(a.cfg.WS, ws.Deps{
 		Auth: a.verifier, Tokens: a.tokens, Logger: a.log, Metrics: a.metrics,
 		Presence: store.NewPresence(a.rdb, a.keys, instance, a.cfg.WS.PresenceTTL),
+		// Offline resend; a.resender is set by buildMessaging, before serving.
+		OnConnect: func(ctx context.Context, c *ws.Conn) {
+			if r := a.resender; r != nil {
+				r.OnConnect(ctx, c)
+			}
+		},
 	})
 	if err != nil {
 		return err
@@ -86,7 +93,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
 	svc := chat.NewService(chat.Deps{
-		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
+		Mode: a.mode, Msg: a.cfg.Msg, Accepter: state.NewMentionGate(accepter, members), Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Log: a.log, Registry: a.metrics,
 	})
 	puller := chat.NewPuller(msgs, seqs, members)
@@ -95,6 +102,20 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,
 		Locks: groupCache, Notifier: svc, Log: a.log, Registry: a.metrics})
 	group.NewHandlers(groupSvc, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server)
+
+	// Sync and state (gateway/state, docs/sync.md): cursors and receipts,
+	// newest seq, conversations, recall, offline resend.
+	convRepo := store.NewConversationRepo(a.db)
+	access := state.NewAccess(members, seqs, state.NewRedisIssued(a.rdb, keys))
+	receipts := state.NewReceipts(pusher, convRepo, members, a.cfg.Sync.GroupReceiptMaxMembers, a.log)
+	writer := state.NewCursorWriter(store.NewCursorRepo(a.db), receipts, a.cfg.Sync.CursorFlushInterval, a.metrics, a.log)
+	a.add(component{name: "cursor writer", run: writer.Run, stop: writer.Close})
+	recall := state.NewRecall(state.RecallDeps{Window: a.cfg.Msg.RevokeWindow, Wait: a.cfg.Sync.RevokeWait, Access: access,
+		Store: store.NewRevokeRepo(a.db), Roles: members, Notifier: svc, Push: pusher, Saved: seqs})
+	state.NewHandlers(state.NewCursors(access, writer, convRepo), state.NewConversations(access, convRepo, writer, members),
+		recall, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
+	a.resender = state.NewResender(state.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
+		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log})
 
 	// Without KeepHijackedConns Hertz ignores Close on a hijacked
 	// connection, and no server-side close (kick, slow consumer) would work.

@@ -37,6 +37,7 @@ type Conn struct {
 	jti         string
 	operationID string
 	expiresAt   time.Time
+	connectedAt time.Time // set just before the connection is registered
 
 	t      transport
 	ctx    context.Context
@@ -87,6 +88,19 @@ func (c *Conn) Send(f Frame) bool {
 		return false
 	}
 	return c.push(outbound{kind: kindData, frame: f})
+}
+
+// ConnectedAt is when the connection was registered: every push from then
+// on reaches it (offline resend needs only what was sent before).
+func (c *Conn) ConnectedAt() time.Time { return c.connectedAt }
+
+// Pending is the number of frames queued for this connection or being
+// written. Offline resend paces itself on it, so a large resend never
+// overflows ws.send_queue.
+func (c *Conn) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pendingLocked()
 }
 
 // setCauseLocked records why the connection ends; the first cause wins.

@@ -343,3 +343,30 @@ func TestPipelineStoppedBeforeItStartsIsClean(t *testing.T) {
 		t.Fatalf("Run on a cancelled context: %v", err)
 	}
 }
+
+// TestMessageRecalledBeforeItsSaveIsNeverPushed: a recall recorded while the
+// message was still in its stream revokes it at the save, and the save-first
+// route then pushes nothing of it.
+func TestMessageRecalledBeforeItsSaveIsNeverPushed(t *testing.T) {
+	e := newEnv(t, nil)
+	ctx := context.Background()
+	a := e.send("lena", "mo", "secret", streams.SaveFirst)
+	conv := domain.SingleConversationID("lena", "mo")
+	if err := store.NewRevokeRepo(e.db).Record(ctx, store.RevokeIntent{ConversationID: conv, Seq: a.Seq,
+		RevokerID: "lena", MinSendAt: 0}); err != nil {
+		t.Fatal(err)
+	}
+	e.send("lena", "mo", "after", streams.SaveFirst)
+	stop := e.start("n1")
+	e.rec.waitFor(t, "both saved and the later one pushed", 10*time.Second, func() bool {
+		return len(e.rec.saved) == 2 && len(e.rec.pushes["mo"]) >= 1
+	})
+	stop()
+	if got := e.rec.pushes["mo"]; len(got) != 1 || got[0] != a.Seq+1 {
+		t.Fatalf("pushes to mo = %v, want only seq %d", got, a.Seq+1)
+	}
+	rows, _ := e.msgs.BySeqs(ctx, conv, []int64{a.Seq})
+	if len(rows) != 1 || rows[0].Status != domain.StatusRevoked {
+		t.Fatalf("stored = %+v, want revoked", rows)
+	}
+}

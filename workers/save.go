@@ -124,7 +124,10 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 			idem.ServerMsgID, idem.Seq, idem.SendAt = orig.ServerMsgID, orig.Seq, orig.SendAt
 			h.log.Info("late duplicate resolved to the original", "server_msg_id", e.Msg.ServerMsgID,
 				"original_server_msg_id", orig.ServerMsgID, "conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "original_seq", orig.Seq)
-		} else if e.Route == streams.SaveFirst {
+		} else if e.Route == streams.SaveFirst && orig.Status != domain.StatusRevoked {
+			// A message recalled before it was saved is not pushed: its
+			// content must never be served; clients learn of it from the
+			// revoke notice and a pull shows it revoked.
 			commit.ToNext = append(commit.ToNext, *e)
 		}
 		commit.MarkSaved = append(commit.MarkSaved, idem)

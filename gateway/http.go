@@ -32,7 +32,12 @@ type Validator interface {
 // refuses (missing or over-long fields). Nothing is decoded partially into
 // use: callers act only on a nil error.
 func BindJSON(c *app.RequestContext, maxBytes int, dst any) error {
-	body := c.Request.Body()
+	return DecodeJSON(c.Request.Body(), maxBytes, dst)
+}
+
+// DecodeJSON is BindJSON for a body already in hand (a WebSocket frame's
+// data): the same strict decoding, validation and errors.
+func DecodeJSON(body []byte, maxBytes int, dst any) error {
 	if len(body) > maxBytes {
 		return wire.NewError(wire.ReasonBodyTooLong, fmt.Sprintf("body is %d bytes; the limit is %d", len(body), maxBytes))
 	}

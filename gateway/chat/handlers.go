@@ -1,11 +1,8 @@
 package chat
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
 	"log/slog"
 	"strconv"
 
@@ -43,12 +40,15 @@ func NewHandlers(send *Service, pull *Puller, maxBody int, log *slog.Logger) *Ha
 // Register mounts POST /msg/send, GET /msg/pull, POST /msg/pull_by_seqs and
 // WS 1003, 1002, 1005.
 func (h *Handlers) Register(r Router, w WSRouter) {
-	r.Route("POST", "/msg/send", h.httpSend, true)
+	send := func(ctx context.Context, user string, req SendRequest) (AckJSON, error) {
+		return h.send.Send(ctx, user, "", req)
+	}
+	r.Route("POST", "/msg/send", gateway.JSON(h.maxBody, h.log, send), true)
 	r.Route("GET", "/msg/pull", h.httpPull, true)
-	r.Route("POST", "/msg/pull_by_seqs", h.httpPullBySeqs, true)
+	r.Route("POST", "/msg/pull_by_seqs", gateway.JSON(h.maxBody, h.log, h.pullBySeqs), true)
 	w.Handle(wire.ReqSendMsg, h.wsSend)
-	w.Handle(wire.ReqPullMsgRange, h.wsPull)
-	w.Handle(wire.ReqPullBySeqList, h.wsPullBySeqs)
+	w.Handle(wire.ReqPullMsgRange, gateway.Frame(h.pull.Pull))
+	w.Handle(wire.ReqPullBySeqList, gateway.Frame(h.pullBySeqs))
 }
 
 // PullBySeqsRequest is the data of WS 1002 and the body of POST /msg/pull_by_seqs.
@@ -57,19 +57,23 @@ type PullBySeqsRequest struct {
 	Seqs           []int64 `json:"seqs"`
 }
 
-func (h *Handlers) httpSend(ctx context.Context, c *app.RequestContext) {
-	claims, _ := auth.ClaimsOf(c)
-	var req SendRequest
-	if err := gateway.BindJSON(c, h.maxBody, &req); err != nil {
-		gateway.WriteError(ctx, c, h.log, err)
-		return
+// Validate implements gateway.Validator.
+func (r *PullBySeqsRequest) Validate() error {
+	if r.ConversationID == "" {
+		return badField("conversation_id", "required")
 	}
-	ack, err := h.send.Send(ctx, claims.UserID, "", req)
-	if err != nil {
-		gateway.WriteError(ctx, c, h.log, err)
-		return
+	if len(r.Seqs) == 0 {
+		return badField("seqs", "required, at least one seq")
 	}
-	gateway.WriteOK(c, ack)
+	return nil
+}
+
+// Validate implements gateway.Validator.
+func (r *PullRequest) Validate() error {
+	if r.ConversationID == "" {
+		return badField("conversation_id", "required")
+	}
+	return nil
 }
 
 func (h *Handlers) httpPull(ctx context.Context, c *app.RequestContext) {
@@ -96,8 +100,8 @@ func (h *Handlers) httpPull(ctx context.Context, c *app.RequestContext) {
 		}
 		req.Limit = n
 	}
-	if req.ConversationID == "" {
-		gateway.WriteError(ctx, c, h.log, badField("conversation_id", "required"))
+	if err := req.Validate(); err != nil {
+		gateway.WriteError(ctx, c, h.log, err)
 		return
 	}
 	res, err := h.pull.Pull(ctx, claims.UserID, req)
@@ -108,72 +112,16 @@ func (h *Handlers) httpPull(ctx context.Context, c *app.RequestContext) {
 	gateway.WriteOK(c, res)
 }
 
-func (h *Handlers) httpPullBySeqs(ctx context.Context, c *app.RequestContext) {
-	claims, _ := auth.ClaimsOf(c)
-	var req PullBySeqsRequest
-	if err := gateway.BindJSON(c, h.maxBody, &req); err != nil {
-		gateway.WriteError(ctx, c, h.log, err)
-		return
-	}
-	res, err := h.pullBySeqs(ctx, claims.UserID, req)
-	if err != nil {
-		gateway.WriteError(ctx, c, h.log, err)
-		return
-	}
-	gateway.WriteOK(c, res)
-}
-
 func (h *Handlers) pullBySeqs(ctx context.Context, userID string, req PullBySeqsRequest) (PullResult, error) {
-	if req.ConversationID == "" {
-		return PullResult{}, badField("conversation_id", "required")
-	}
-	if len(req.Seqs) == 0 {
-		return PullResult{}, badField("seqs", "required, at least one seq")
-	}
 	return h.pull.PullBySeqs(ctx, userID, req.ConversationID, req.Seqs)
 }
 
+// wsSend is 1003: the sending connection is the send's origin, so its own
+// pushes skip it.
 func (h *Handlers) wsSend(ctx context.Context, c *ws.Conn, data json.RawMessage) (any, error) {
 	var req SendRequest
-	if err := decodeStrict(data, &req); err != nil {
+	if err := gateway.DecodeJSON(data, len(data), &req); err != nil {
 		return nil, err
 	}
 	return h.send.Send(ctx, c.UserID(), c.ID(), req)
-}
-
-func (h *Handlers) wsPull(ctx context.Context, c *ws.Conn, data json.RawMessage) (any, error) {
-	var req PullRequest
-	if err := decodeStrict(data, &req); err != nil {
-		return nil, err
-	}
-	if req.ConversationID == "" {
-		return nil, badField("conversation_id", "required")
-	}
-	return h.pull.Pull(ctx, c.UserID(), req)
-}
-
-func (h *Handlers) wsPullBySeqs(ctx context.Context, c *ws.Conn, data json.RawMessage) (any, error) {
-	var req PullBySeqsRequest
-	if err := decodeStrict(data, &req); err != nil {
-		return nil, err
-	}
-	return h.pullBySeqs(ctx, c.UserID(), req)
-}
-
-// decodeStrict decodes a frame's data object, refusing unknown fields and
-// wrong types with bad_request.
-func decodeStrict(data json.RawMessage, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			return badField(te.Field, "must be %s", te.Type.Kind())
-		}
-		return wire.NewError(wire.ReasonBadRequest, "data: "+err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return wire.NewError(wire.ReasonBadRequest, "data: trailing content")
-	}
-	return nil
 }

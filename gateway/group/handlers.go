@@ -53,65 +53,46 @@ func (h *Handlers) Register(r Router) {
 	r.Route("GET", "/group/list", h.list, true)
 }
 
-// handle decodes the body into req (strictly, validated), runs do with the
-// caller's user ID and writes the result or the error.
-func handle[Req any, Res any](h *Handlers, do func(ctx context.Context, caller string, req Req) (Res, error)) app.HandlerFunc {
-	return func(ctx context.Context, c *app.RequestContext) {
-		claims, _ := auth.ClaimsOf(c)
-		var req Req
-		if err := gateway.BindJSON(c, h.maxBody, &req); err != nil {
-			gateway.WriteError(ctx, c, h.log, err)
-			return
-		}
-		res, err := do(ctx, claims.UserID, req)
-		if err != nil {
-			gateway.WriteError(ctx, c, h.log, err)
-			return
-		}
-		gateway.WriteOK(c, res)
-	}
-}
-
 func (h *Handlers) create(ctx context.Context, c *app.RequestContext) {
-	handle(h, h.svc.Create)(ctx, c)
+	gateway.JSON(h.maxBody, h.log, h.svc.Create)(ctx, c)
 }
 
 func (h *Handlers) join(ctx context.Context, c *app.RequestContext) {
-	handle(h, func(ctx context.Context, caller string, r GroupRequest) (MemberJSON, error) {
+	gateway.JSON(h.maxBody, h.log, func(ctx context.Context, caller string, r GroupRequest) (MemberJSON, error) {
 		return h.svc.Join(ctx, caller, r.GroupID)
 	})(ctx, c)
 }
 
 func (h *Handlers) invite(ctx context.Context, c *app.RequestContext) {
-	handle(h, h.svc.Invite)(ctx, c)
+	gateway.JSON(h.maxBody, h.log, h.svc.Invite)(ctx, c)
 }
 
 func (h *Handlers) quit(ctx context.Context, c *app.RequestContext) {
-	handle(h, func(ctx context.Context, caller string, r GroupRequest) (MemberJSON, error) {
+	gateway.JSON(h.maxBody, h.log, func(ctx context.Context, caller string, r GroupRequest) (MemberJSON, error) {
 		return h.svc.Quit(ctx, caller, r.GroupID)
 	})(ctx, c)
 }
 
 func (h *Handlers) kick(ctx context.Context, c *app.RequestContext) {
-	handle(h, h.svc.Kick)(ctx, c)
+	gateway.JSON(h.maxBody, h.log, h.svc.Kick)(ctx, c)
 }
 
 func (h *Handlers) transfer(ctx context.Context, c *app.RequestContext) {
-	handle(h, h.svc.Transfer)(ctx, c)
+	gateway.JSON(h.maxBody, h.log, h.svc.Transfer)(ctx, c)
 }
 
 func (h *Handlers) setRole(ctx context.Context, c *app.RequestContext) {
-	handle(h, h.svc.SetRole)(ctx, c)
+	gateway.JSON(h.maxBody, h.log, h.svc.SetRole)(ctx, c)
 }
 
 func (h *Handlers) dismiss(ctx context.Context, c *app.RequestContext) {
-	handle(h, func(ctx context.Context, caller string, r GroupRequest) (GroupJSON, error) {
+	gateway.JSON(h.maxBody, h.log, func(ctx context.Context, caller string, r GroupRequest) (GroupJSON, error) {
 		return h.svc.Dismiss(ctx, caller, r.GroupID)
 	})(ctx, c)
 }
 
 func (h *Handlers) update(ctx context.Context, c *app.RequestContext) {
-	handle(h, h.svc.Update)(ctx, c)
+	gateway.JSON(h.maxBody, h.log, h.svc.Update)(ctx, c)
 }
 
 func (h *Handlers) info(ctx context.Context, c *app.RequestContext) {

@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -45,48 +44,17 @@ func NewHandlers(cursors *Cursors, convs *Conversations, recall *Recall, maxBody
 // /conversation/delete (all authenticated) and WS 1001, 1006, 1101, 1102.
 func (h *Handlers) Register(r Router, w WSRouter) {
 	r.Route("GET", "/msg/newest_seq", h.newestSeq, true)
-	r.Route("POST", "/msg/mark_read", body(h, h.cursors.MarkRead), true)
-	r.Route("POST", "/msg/revoke", body(h, h.recall.Revoke), true)
+	r.Route("POST", "/msg/mark_read", gateway.JSON(h.maxBody, h.log, h.cursors.MarkRead), true)
+	r.Route("POST", "/msg/revoke", gateway.JSON(h.maxBody, h.log, h.recall.Revoke), true)
 	r.Route("GET", "/conversation/list", h.list, true)
-	r.Route("PUT", "/conversation/update", body(h, h.convs.Update), true)
-	r.Route("POST", "/conversation/delete", body(h, h.convs.Delete), true)
-	w.Handle(wire.ReqGetNewestSeq, frame(func(ctx context.Context, user string, req NewestSeqRequest) (NewestSeqResult, error) {
+	r.Route("PUT", "/conversation/update", gateway.JSON(h.maxBody, h.log, h.convs.Update), true)
+	r.Route("POST", "/conversation/delete", gateway.JSON(h.maxBody, h.log, h.convs.Delete), true)
+	w.Handle(wire.ReqGetNewestSeq, gateway.Frame(func(ctx context.Context, user string, req NewestSeqRequest) (NewestSeqResult, error) {
 		return h.cursors.NewestSeq(ctx, user, req.ConversationIDs)
 	}))
-	w.Handle(wire.ReqGetConvMaxReadSeq, frame(h.cursors.MaxRead))
-	w.Handle(wire.ReqMsgAck, frame(h.cursors.Ack))
-	w.Handle(wire.ReqRevokeMsg, frame(h.recall.Revoke))
-}
-
-// body decodes the request body into Req strictly (validated), runs do as
-// the caller and writes the result or the error.
-func body[Req any, Res any](h *Handlers, do func(ctx context.Context, user string, req Req) (Res, error)) app.HandlerFunc {
-	return func(ctx context.Context, c *app.RequestContext) {
-		claims, _ := auth.ClaimsOf(c)
-		var req Req
-		if err := gateway.BindJSON(c, h.maxBody, &req); err != nil {
-			gateway.WriteError(ctx, c, h.log, err)
-			return
-		}
-		res, err := do(ctx, claims.UserID, req)
-		if err != nil {
-			gateway.WriteError(ctx, c, h.log, err)
-			return
-		}
-		gateway.WriteOK(c, res)
-	}
-}
-
-// frame decodes a WS request's data into Req strictly (validated) and runs
-// do as the connection's user.
-func frame[Req any, Res any](do func(ctx context.Context, user string, req Req) (Res, error)) ws.HandlerFunc {
-	return func(ctx context.Context, c *ws.Conn, data json.RawMessage) (any, error) {
-		var req Req
-		if err := decodeData(data, &req); err != nil {
-			return nil, err
-		}
-		return do(ctx, c.UserID(), req)
-	}
+	w.Handle(wire.ReqGetConvMaxReadSeq, gateway.Frame(h.cursors.MaxRead))
+	w.Handle(wire.ReqMsgAck, gateway.Frame(h.cursors.Ack))
+	w.Handle(wire.ReqRevokeMsg, gateway.Frame(h.recall.Revoke))
 }
 
 // newestSeq serves GET /msg/newest_seq?conversation_ids=a,b (the

@@ -1,11 +1,6 @@
 package state
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"io"
-
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/chat"
 	"github.com/nexo-im/nexo/gateway/wire"
@@ -178,27 +173,6 @@ func validConvSeq(id string, seq int64) error {
 	}
 	if seq < 1 {
 		return gateway.BadField("seq", "must be >= 1")
-	}
-	return nil
-}
-
-// decodeData decodes a WS request's data object strictly (unknown fields
-// and wrong types are bad_request, as for HTTP bodies) and validates it.
-func decodeData(data json.RawMessage, dst any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(dst); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return gateway.BadField(te.Field, "must be %s", te.Type.Kind())
-		}
-		return wire.NewError(wire.ReasonBadRequest, "data: "+err.Error())
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return wire.NewError(wire.ReasonBadRequest, "data: trailing content")
-	}
-	if v, ok := dst.(gateway.Validator); ok {
-		return v.Validate()
 	}
 	return nil
 }

@@ -93,6 +93,9 @@ func (s *suite) ramp(ctx context.Context, name string) (SuiteEntry, error) {
 			// search.
 			passes, fails := 0, 0
 			for passes < 2 && fails < 2 && !(passes == 1 && fails == 0) {
+				if s.quietFor > 0 { // each run decides a rate: start it on a quiet machine if one comes soon
+					waitQuiet(ctx, min(s.quietFor, 15*time.Second), quietBusyPct)
+				}
 				res, err := sess.runMessages(ctx, fmt.Sprintf("%s %s %g/s", name, m.key, rate))
 				if err != nil {
 					return e, err

@@ -41,12 +41,13 @@ type SuiteEntry struct {
 
 // suite runs the standard steps against one in-process server.
 type suite struct {
-	dir    string
-	quick  bool
-	srv    *inProcessServer
-	stdout io.Writer
-	log    io.Writer
-	index  SuiteIndex
+	dir      string
+	quick    bool
+	quietFor time.Duration // --wait-quiet
+	srv      *inProcessServer
+	stdout   io.Writer
+	log      io.Writer
+	index    SuiteIndex
 }
 
 // base returns the run flags' defaults with the suite's common settings.
@@ -91,7 +92,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer srv.Close()
-	s := &suite{dir: *dir, quick: *quick, srv: srv, stdout: stdout, log: stderr}
+	s := &suite{dir: *dir, quick: *quick, srv: srv, stdout: stdout, log: stderr, quietFor: *quietFor}
 	s.index = SuiteIndex{Tool: "nexo-bench", Schema: 1, StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Command: "nexo-bench suite " + strings.Join(args, " "), Quick: *quick, Machine: machine()}
 	started := time.Now()

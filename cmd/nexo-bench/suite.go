@@ -24,6 +24,16 @@ type SuiteIndex struct {
 	Quick     bool         `json:"quick"`
 	Machine   Machine      `json:"machine"`
 	Entries   []SuiteEntry `json:"entries"`
+	// Reruns are later `--only` invocations whose steps replaced the
+	// first run's.
+	Reruns []Rerun `json:"reruns,omitempty"`
+}
+
+// Rerun is one `--only` invocation merged into the index.
+type Rerun struct {
+	Command   string  `json:"command"`
+	StartedAt string  `json:"started_at"`
+	Seconds   float64 `json:"seconds"`
 }
 
 // SuiteEntry is one step of the suite: a run, a comparison or the
@@ -336,7 +346,6 @@ func (s *suite) mergeEarlier(path string) {
 		}
 	}
 	s.index.Entries = merged
-	s.index.Command = prev.Command + "; then " + s.index.Command
-	s.index.StartedAt = prev.StartedAt
-	s.index.Seconds = round1(prev.Seconds + s.index.Seconds)
+	s.index.Reruns = append(prev.Reruns, Rerun{Command: s.index.Command, StartedAt: s.index.StartedAt, Seconds: s.index.Seconds})
+	s.index.Command, s.index.StartedAt, s.index.Seconds = prev.Command, prev.StartedAt, prev.Seconds
 }

@@ -58,7 +58,11 @@ const (
 // Only a live push repeating a push counts as a raw duplicate, and only
 // live pushes are checked for order: pulls overlap pushes by design, and a
 // reconnect's resend repeats what the cursor had not yet acknowledged.
-func (r *receiver) show(m *message, how via) (first bool) {
+// Messages that are not the run's own (server notifications, earlier
+// traffic, which a session's resend may push again at connect) are
+// tracked for dedupe but their repeats and order are not held against the
+// server.
+func (r *receiver) show(m *message, how via, ours bool) (first bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	k := convSeq{m.ConversationID, m.Seq}
@@ -67,7 +71,7 @@ func (r *receiver) show(m *message, how via) (first bool) {
 		case how == viaOwn: // the ACKs are checked for conflicts already
 		case prev.srvID != m.ServerMsgID:
 			r.conflicts++
-		case how == viaResend:
+		case how == viaResend || !ours:
 			r.resentDup++
 		case how == viaPush && prev.byPush:
 			r.dupRaw++
@@ -82,7 +86,7 @@ func (r *receiver) show(m *message, how via) (first bool) {
 		}
 	}
 	r.seen[k] = shown{m.ServerMsgID, how == viaPush || how == viaResend}
-	if how == viaPush {
+	if how == viaPush && ours {
 		if m.Seq < r.pushed[m.ConversationID] {
 			r.reorders++
 		}

@@ -258,7 +258,7 @@ func (r *recorder) onAnswer(f *inFrame, at int64) {
 	}
 	r.convLast[m.to.conv] = max(r.convLast[m.to.conv], a.Seq)
 	if m.from.recv != nil { // the sender holds its own message: its contiguous prefix includes it
-		m.from.recv.show(&message{ServerMsgID: a.ServerMsgID, ConversationID: m.to.conv, Seq: a.Seq}, viaOwn)
+		m.from.recv.show(&message{ServerMsgID: a.ServerMsgID, ConversationID: m.to.conv, Seq: a.Seq}, viaOwn, true)
 	}
 	r.tot.accepted++
 	if r.inWindow(at) {
@@ -347,7 +347,7 @@ func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool)
 			how = viaResend
 		}
 	}
-	if !c.recv.show(msg, how) {
+	if !c.recv.show(msg, how, m != nil) {
 		return
 	}
 	switch {

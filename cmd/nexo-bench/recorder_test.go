@@ -172,7 +172,7 @@ func TestPercentilesNeverExceedMax(t *testing.T) {
 func TestReceiverContiguousPrefix(t *testing.T) {
 	r := newReceiver()
 	show := func(seq int64, how via) {
-		r.show(&message{ConversationID: "c", Seq: seq, ServerMsgID: "s" + string(rune('a'+seq))}, how)
+		r.show(&message{ConversationID: "c", Seq: seq, ServerMsgID: "s" + string(rune('a'+seq))}, how, true)
 	}
 	show(5, viaPush)
 	show(6, viaPush)
@@ -209,5 +209,24 @@ func TestResendAfterReconnect(t *testing.T) {
 	r := rec.finish([]*conn{snd, rcv})
 	if !r.OK || r.Counts.Recovered != 1 || r.Counts.RecoveredByResend != 1 || r.Counts.Delivered != 1 || r.Correctness.ResentDuplicates != 1 {
 		t.Fatalf("counts %+v correctness %+v", r.Counts, r.Correctness)
+	}
+}
+
+// TestForeignRepeatsAreNotHeldAgainstTheServer: a message that is not the
+// run's (a group's creation notice, pushed live and again by the resend at
+// connect) is deduped but its repeat is not a raw duplicate, and its order
+// is not checked against the run's messages.
+func TestForeignRepeatsAreNotHeldAgainstTheServer(t *testing.T) {
+	rec, snd, rcv, to := testWorld(t)
+	id := rec.newMsg(snd, to, rec.clk.now(), rec.clk.now(), nil)
+	rec.onFrame(snd, ackFrame(t, reqSendMsg, id, ackAccepted, 2), rec.clk.now())
+	rec.onFrame(snd, ackFrame(t, pushAck, id, ackSaved, 2), rec.clk.now())
+	rec.onFrame(rcv, pushFrame(t, id, "srv-"+id, 2), rec.clk.now())
+	notice := pushFrame(t, "", "srv-notice", 1)
+	rec.onFrame(rcv, notice, rec.clk.now()) // older seq after ours: not a reorder
+	rec.onFrame(rcv, notice, rec.clk.now()) // again: not a raw duplicate
+	r := rec.finish([]*conn{snd, rcv})
+	if !r.OK || r.Correctness.DuplicatesRaw != 0 || r.Correctness.ReordersReceiver != 0 || r.Correctness.ResentDuplicates != 1 {
+		t.Fatalf("correctness %+v", r.Correctness)
 	}
 }

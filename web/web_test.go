@@ -30,7 +30,7 @@ func (r *router) Route(method, path string, h app.HandlerFunc, authenticated boo
 
 func newRouter(t *testing.T) *router {
 	t.Helper()
-	r := &router{h: server.New()}
+	r := &router{h: server.New(server.WithDisablePrintRoute(true))}
 	Register(r)
 	return r
 }

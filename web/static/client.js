@@ -5,18 +5,15 @@
 
 import { isAuthLost } from './api.js';
 import { Connection, RequestError } from './socket.js';
-import { Conversation, better, isNotification, notificationBody } from './conversation.js';
-import {
-  GROUP, MSG_AT_TEXT, MSG_REVOKE_NOTIFICATION, MSG_TEXT, Push, Req, SINGLE,
-  groupConversationID, newClientMsgID, singleConversationID,
-} from './ids.js';
+import { Conversation, MAX_FILL, better, isNotification } from './conversation.js';
+import { GROUP, MSG_AT_TEXT, MSG_TEXT, Req, newClientMsgID, singleConversationID } from './ids.js';
+import { SyncMethods } from './sync.js';
+import { GroupMethods } from './groups.js';
 
 /** PAGE is how many messages one "load earlier" or first open asks for. */
 export const PAGE = 50;
 /** PULL_LIMIT is the most seqs one pull returns (the server clamps at 100). */
 const PULL_LIMIT = 100;
-/** MAX_FILL bounds a gap fill; a larger hole re-anchors at its top (docs/web.md). */
-const MAX_FILL = 500;
 /** ACK_DELAY coalesces the ACKs of a burst into one frame per conversation. */
 const ACK_DELAY = 150;
 
@@ -77,7 +74,7 @@ export class Client {
     return () => this.listeners.delete(fn);
   }
 
-  /** changed tells the view once per frame, however many updates came. */
+  /** changed tells the view once per task, however many updates came. */
   changed() {
     if (this.changeQueued) return;
     this.changeQueued = true;
@@ -183,6 +180,11 @@ export class Client {
   /** open shows c: loads its newest messages the first time, fills gaps, marks read. */
   async open(c) {
     this.current = c;
+    if (this.reading(c)) {
+      // Seen now; the read ACK follows once the messages are loaded.
+      c.unread = 0;
+      c.mentions = 0;
+    }
     this.changed();
     if (!c.anchored) await this.firstLoad(c);
     else this.fill(c, c.maxSeq);
@@ -294,7 +296,11 @@ export class Client {
       const held = c.msgs.get(m.seq);
       c.noteLatest(held);
       if (isNotification(held)) this.onNotification(c, held);
-      if (live && held.sender_id !== this.me && held.seq > c.readSeq && !isNotification(held) && !this.reading(c)) {
+      // A message is a read receipt of its sender: saving it moved the
+      // sender's cursors to its seq (docs/protocol.md, 2101).
+      else if (held.sender_id && held.sender_id !== this.me) c.receipt('read', held.sender_id, held.seq);
+      if (live && c.countsAsUnread(held) && held.seq > c.readSeq && held.seq > c.listedMax && !this.reading(c)) {
+        // The list's counts cover seqs up to its max_seq; newer ones are counted here.
         c.unread++;
         if (c.mentionsMe(held)) c.mentions++;
       }
@@ -319,8 +325,8 @@ export class Client {
 
   /**
    * sendAcks ACKs c's contiguous prefix: delivered up to hi, read up to hi
-   * when the user is looking. Never beyond the highest saved seq known
-   * (the server refuses a seq above the conversation's max).
+   * when the user is looking. Every held seq was issued, so the server
+   * takes it (bad_seq is only for seqs above the highest issued).
    */
   async sendAcks(c) {
     const reading = this.reading(c);
@@ -330,7 +336,7 @@ export class Client {
       this.changed();
     }
     if (!c.anchored || !this.conn.isOpen || this.unsupported.has('ack')) return;
-    const upto = Math.min(c.hi, c.maxSeq);
+    const upto = c.hi;
     if (reading && upto > c.readSeq) {
       const prev = c.readSeq;
       c.readSeq = upto;
@@ -348,7 +354,7 @@ export class Client {
       await this.conn.request(Req.ACK, { ack_type: kind, conversation_id: c.id, seq });
     } catch (err) {
       if (err.reason === 'unknown_request') this.unsupported.add('ack');
-      else if (err.reason !== 'bad_seq') undo(); // bad_seq: not saved yet; the next ACK covers it
+      else if (err.reason !== 'bad_seq') undo(); // bad_seq (e.g. a group we left): nothing to retry
     }
   }
 
@@ -444,284 +450,6 @@ export class Client {
     }
   }
 
-  // ----- connection events ---------------------------------------------
-
-  async onOpen() {
-    // Messages typed while offline, or whose answer the drop swallowed:
-    // the same client_msg_id makes the resend idempotent.
-    for (const c of this.convs.values()) {
-      for (const m of [...c.pending.values()]) if (m.state === 'sending') this.transmit(c, m);
-      for (const m of c.msgs.values()) if (m.local && m.state === 'sending') this.transmit(c, m);
-    }
-    try {
-      await this.sync();
-    } catch (err) {
-      if (!(err instanceof RequestError && err.reason === 'disconnected')) this.notice(`Sync failed: ${err.message}`, 'error');
-    }
-  }
-
-  /**
-   * sync runs after every (re)connect: the conversation list and the
-   * newest seqs, then every anchored conversation is filled up to its max
-   * (the gap a drop left), and the open one is marked read.
-   */
-  async sync() {
-    await Promise.all([this.loadConversationList(), this.loadGroups()]);
-    await this.loadNewestSeqs();
-    const fills = [];
-    for (const c of this.convs.values()) {
-      if (!c.anchored) {
-        const base = Math.max(c.deliveredSeq, c.readSeq);
-        // A conversation we never opened: hold it from our delivered
-        // cursor when that is known, so what arrives is ACKed in order.
-        if (this.unsupported.has('newest') || c.maxSeq <= base || c.maxSeq - base > MAX_FILL) continue;
-        c.anchor(base);
-      }
-      if (c.maxSeq > c.hi || c.gap()) fills.push(this.fill(c, c.maxSeq));
-    }
-    await Promise.all(fills);
-    if (this.current) {
-      if (!this.current.anchored) await this.open(this.current);
-      this.scheduleAck(this.current);
-    }
-    this.changed();
-  }
-
-  async loadConversationList() {
-    if (this.unsupported.has('list')) return;
-    const all = [];
-    // The server pages by at most 100; a person with more conversations
-    // than a few pages sees the newest ones (pinned first).
-    for (let offset = 0; offset < 500; offset += 100) {
-      let data;
-      try {
-        data = await this.api.get(`/conversation/list?offset=${offset}&limit=100`);
-      } catch (err) {
-        if (err.reason === 'not_found') this.unsupported.add('list');
-        else throw err;
-        return;
-      }
-      const page = data.conversations || [];
-      all.push(...page);
-      if (page.length < 100 || all.length >= (data.total || 0)) break;
-    }
-    for (const x of all) {
-      const c = this.conv(x.conversation_id);
-      c.listed = true;
-      c.maxSeq = Math.max(c.maxSeq, x.max_seq || 0);
-      c.readSeq = Math.max(c.readSeq, x.read_seq || 0);
-      if (x.min_seq) c.minSeq = x.min_seq;
-      c.unread = this.reading(c) ? 0 : (x.unread_count || 0);
-      c.mentions = this.reading(c) ? 0 : (x.unread_mention_count || (x.has_unread_mention ? 1 : 0));
-      c.pinned = !!x.is_pinned;
-      c.recvMsgOpt = x.recv_msg_opt || 0;
-      c.updatedAt = Math.max(c.updatedAt, x.updated_at || 0, (x.latest_msg && x.latest_msg.send_at) || 0);
-      if (x.latest_msg && (!c.latest || (x.latest_msg.seq || 0) > (c.latest.seq || 0))) c.latest = x.latest_msg;
-      if (x.peer_user_id) this.ensureUser(x.peer_user_id);
-    }
-  }
-
-  async loadGroups() {
-    let data;
-    try {
-      data = await this.api.get('/group/list');
-    } catch (err) {
-      if (err.reason === 'not_found') this.unsupported.add('groups');
-      return;
-    }
-    for (const g of data.groups || []) {
-      this.groups.set(g.group_id, g);
-      const c = this.conv(groupConversationID(g.group_id));
-      c.dismissed = g.status === 'dismissed';
-      if (this.unsupported.has('list')) c.listed = true; // no conversation list: groups come from here
-    }
-  }
-
-  /** loadNewestSeqs reads every conversation's {max_seq, min_seq, read_seq, delivered_seq} (WS 1001). */
-  async loadNewestSeqs() {
-    if (this.unsupported.has('newest')) return;
-    let data;
-    try {
-      data = await this.conn.request(Req.NEWEST_SEQ, {});
-    } catch (err) {
-      if (err.reason === 'unknown_request') {
-        this.unsupported.add('newest');
-        return;
-      }
-      throw err;
-    }
-    for (const [id, s] of newestEntries(data)) {
-      const c = this.conv(id);
-      c.maxSeq = Math.max(c.maxSeq, s.max_seq || 0);
-      if (s.min_seq) c.minSeq = s.min_seq;
-      c.readSeq = Math.max(c.readSeq, s.read_seq || 0);
-      c.deliveredSeq = Math.max(c.deliveredSeq, s.delivered_seq || 0, s.read_seq || 0);
-    }
-  }
-
-  onPush(f) {
-    const d = f.data || {};
-    switch (f.req_identifier) {
-      case Push.MSG: return this.onMessage(d);
-      case Push.ACK: return this.onAckPush(d);
-      case Push.GROUP_NOTIFY: {
-        const c = this.conv(d.conversation_id);
-        c.maxSeq = Math.max(c.maxSeq, d.max_seq || 0);
-        if (c.anchored) this.fill(c, d.max_seq);
-        else this.refreshListSoon();
-        this.changed();
-        return undefined;
-      }
-      case Push.ERROR:
-        if (d.reason === 'save_failed') return this.onSaveFailed(d);
-        if (d.reason && d.reason !== 'kicked') this.notice(`Server: ${d.reason}${d.detail ? ` — ${d.detail}` : ''}`, 'error');
-        return undefined;
-      default:
-        return undefined;
-    }
-  }
-
-  onMessage(m) {
-    if (!m.conversation_id || !(m.seq > 0)) return;
-    const known = this.convs.has(m.conversation_id);
-    const c = this.conv(m.conversation_id);
-    if (!known) {
-      c.listed = true;
-      this.refreshListSoon();
-    }
-    // Pushes carry saved messages (unless deliver_before_saved is on; then
-    // an early ACK is refused with bad_seq and repeated later).
-    c.maxSeq = Math.max(c.maxSeq, m.seq);
-    if (!c.anchored) {
-      const base = Math.max(c.deliveredSeq, c.readSeq);
-      c.anchor(base > 0 && base < m.seq && m.seq - base <= MAX_FILL ? base : m.seq - 1);
-    }
-    this.take(c, [m], true);
-    if (c.gap()) this.fill(c);
-    this.scheduleAck(c);
-  }
-
-  onAckPush(d) {
-    const c = this.conv(d.conversation_id);
-    switch (d.ack_type) {
-      case 'saved': {
-        const m = c.own(d.client_msg_id);
-        c.maxSeq = Math.max(c.maxSeq, d.seq || 0);
-        if (m) {
-          m.state = better(m.state, 'saved');
-          if (m.state === 'failed') break;
-          m.server_msg_id = d.server_msg_id || m.server_msg_id;
-          if (d.seq && d.seq !== m.seq) c.place(m, d.seq);
-        }
-        if (c.gap()) this.fill(c);
-        this.scheduleAck(c);
-        break;
-      }
-      case 'delivered':
-      case 'read':
-        c.receipt(d.ack_type, d.user_id, d.seq || 0);
-        break;
-      case 'revoked':
-        this.markRevoked(c, d.seq);
-        break;
-      default:
-        break;
-    }
-    this.changed();
-  }
-
-  onSaveFailed(d) {
-    const c = this.conv(d.conversation_id);
-    const m = c.own(d.client_msg_id);
-    if (!m) return;
-    c.unplace(m);
-    m.state = 'failed';
-    m.failReason = 'save_failed';
-    m.failDetail = 'the server could not store the message';
-    this.changed();
-  }
-
-  refreshListSoon() {
-    if (this.listTimer) return;
-    this.listTimer = setTimeout(() => {
-      this.listTimer = 0;
-      this.loadConversationList().then(() => this.changed(), () => {});
-    }, 300);
-  }
-
-  // ----- notifications and groups -----------------------------------------
-
-  onNotification(c, m) {
-    const n = notificationBody(m);
-    if (!n) return;
-    if (m.msg_type === MSG_REVOKE_NOTIFICATION) {
-      // A recall, announced in seq order to everyone in the conversation.
-      this.markRevoked(c, n.seq, n.revoker_id);
-      return;
-    }
-    if (!c.isGroup) return;
-    const about = n.user_ids || [];
-    if (m.msg_type >= 1502 && m.msg_type <= 1505) this.ensureGroup(c.groupID, true); // member_count
-    switch (m.msg_type) {
-      case 1504:
-      case 1505:
-        if (about.includes(this.me)) c.left = true;
-        break;
-      case 1502:
-      case 1503:
-        if (about.includes(this.me)) c.left = false;
-        break;
-      case 1508:
-        c.dismissed = true;
-        break;
-      default:
-        break;
-    }
-    if (n.group) this.groups.set(n.group.group_id, n.group);
-    if (this.members.has(c.groupID)) this.loadMembers(c.groupID);
-  }
-
-  async loadMembers(groupID) {
-    try {
-      const data = await this.api.get(`/group/members?group_id=${encodeURIComponent(groupID)}&offset=0&limit=500`);
-      this.members.set(groupID, data.members || []);
-      for (const x of data.members || []) this.ensureUser(x.user_id);
-      this.changed();
-    } catch (err) {
-      if (err.reason === 'not_group_member' || err.reason === 'member_not_active') {
-        this.conv(groupConversationID(groupID)).left = true;
-        this.changed();
-      }
-    }
-  }
-
-  myRole(groupID) {
-    const me = (this.members.get(groupID) || []).find((x) => x.user_id === this.me);
-    return me ? me.role_level : 0;
-  }
-
-  async createGroup(name, memberIDs) {
-    const g = await this.api.post('/group/create', { name, member_ids: memberIDs });
-    this.groups.set(g.group_id, g);
-    const c = this.conv(groupConversationID(g.group_id));
-    c.listed = true;
-    await this.open(c);
-    return c;
-  }
-
-  async invite(c, userIDs) {
-    const res = await this.api.post('/group/invite', { group_id: c.groupID, user_ids: userIDs });
-    await this.loadMembers(c.groupID);
-    return res;
-  }
-
-  async quit(c) {
-    await this.api.post('/group/quit', { group_id: c.groupID });
-    c.left = true;
-    this.members.delete(c.groupID);
-    this.changed();
-  }
-
   async setPinned(c, pinned) {
     await this.api.call('PUT', '/conversation/update', { conversation_id: c.id, is_pinned: pinned });
     c.pinned = pinned;
@@ -729,14 +457,6 @@ export class Client {
   }
 }
 
-/**
- * newestEntries reads a 1001 answer as [conversation_id, {max_seq, …}]
- * pairs, whether it is a map keyed by conversation_id or a list.
- */
-export function newestEntries(data) {
-  const src = data.conversations || data.seqs || data;
-  if (Array.isArray(src)) return src.filter((x) => x && x.conversation_id).map((x) => [x.conversation_id, x]);
-  return Object.entries(src).filter(([, v]) => v && typeof v === 'object');
-}
-
-export { SINGLE, GROUP };
+// The reconnect/push half and the group half of the client live in their
+// own modules (sync.js, groups.js) and are methods of Client.
+Object.assign(Client.prototype, SyncMethods, GroupMethods);

@@ -5,6 +5,12 @@
 
 import { GROUP, MSG_NOTIFICATION_MIN, MSG_REVOKE_NOTIFICATION, parseConversationID, SINGLE } from './ids.js';
 
+/**
+ * MAX_FILL bounds how many seqs the client pulls to keep its run
+ * contiguous; a larger hole re-anchors the run at its top (docs/web.md).
+ */
+export const MAX_FILL = 500;
+
 /** Delivery states of an own message, in the order they are reached. */
 export const STATES = ['failed', 'sending', 'accepted', 'saved', 'delivered', 'read'];
 const RANK = Object.fromEntries(STATES.map((s, i) => [s, i]));
@@ -32,6 +38,7 @@ export class Conversation {
     this.deliveredSeq = 0; // my delivered cursor
     this.unread = 0;
     this.mentions = 0;
+    this.listedMax = 0; // the max_seq the last conversation list counted unread up to
     this.pinned = false;
     this.recvMsgOpt = 0;
     this.updatedAt = 0;
@@ -209,6 +216,11 @@ export class Conversation {
       this.latest = m;
       this.updatedAt = Math.max(this.updatedAt, m.send_at || Date.now());
     }
+  }
+
+  /** countsAsUnread: a readable message from someone else (what the server's unread_count counts). */
+  countsAsUnread(m) {
+    return m.sender_id !== this.me && m.status === 'normal' && !isNotification(m);
   }
 
   /** mentionsMe reports whether m @-mentions me (or everyone). */

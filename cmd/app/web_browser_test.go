@@ -55,7 +55,6 @@ func needChromium(t *testing.T) {
 // web client's routes, and returns it with its base URL.
 func webApp(t *testing.T) (*App, string) {
 	t.Helper()
-	needChromium(t)
 	cfg := realConfig(t)
 	logs := &storetest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -349,12 +348,19 @@ func messageExpr(text string) string {
 }
 
 // waitMessage waits until a message containing text is shown and, when
-// state is not empty, until it shows that delivery state.
+// state is not empty, until its delivery state has reached state (states
+// only move forward: sending, accepted, saved, delivered, read); "sending"
+// and "failed" must match exactly.
 func (p *page) waitMessage(text, state string) {
 	p.t.Helper()
 	cond := `(${m} !== null)`
-	if state != "" {
+	switch state {
+	case "":
+	case "sending", "failed":
 		cond = `((${m}) !== null && (${m}).dataset.state === ` + js(state) + `)`
+	default:
+		cond = `((${m}) !== null && ['sending', 'accepted', 'saved', 'delivered', 'read'].indexOf((${m}).dataset.state) >= ` +
+			`['sending', 'accepted', 'saved', 'delivered', 'read'].indexOf(` + js(state) + `))`
 	}
 	p.waitFor(fmt.Sprintf("message %q (state %q)", text, state), strings.ReplaceAll(cond, "${m}", messageExpr(text)))
 }

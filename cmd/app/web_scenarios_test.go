@@ -1,10 +1,12 @@
 package app
 
 import (
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
@@ -18,8 +20,8 @@ import (
 // move to read when the other opens the conversation).
 func TestWebTwoPeopleChat(t *testing.T) {
 	t.Parallel()
+	b := newBrowser(t) // first: without Chromium the test skips, or fails under CI=true
 	_, base := webApp(t)
-	b := newBrowser(t)
 	alice := b.open("alice", base)
 	bob := b.open("bob", base)
 	alice.register("alice")
@@ -95,6 +97,11 @@ func TestWebTwoPeopleChat(t *testing.T) {
 		}
 	}
 	alice.waitMessage("bulk 60", "")
+	// Her client ACKed what it holds: the server's read cursor reaches the
+	// newest seq (and nothing is left for an offline resend on reload).
+	var token string
+	alice.eval(`nexo.session.token`, &token)
+	waitReadSeq(t, base, token, conv, 63)
 	alice.run("reload", chromedp.Reload())
 	alice.waitConnected()
 	alice.openConversation(conv)
@@ -104,6 +111,7 @@ func TestWebTwoPeopleChat(t *testing.T) {
 	if shown >= 63 {
 		t.Errorf("first page after reload shows %d messages; want one page (load earlier for the rest)", shown)
 	}
+	alice.waitFor("badge cleared on opening", `!document.querySelector('#conv-list li[data-conv-id="`+conv+`"] .badge')`)
 	alice.run("load earlier", chromedp.Click(`#load-earlier`, chromedp.ByQuery))
 	alice.waitFor("whole history", `!document.getElementById('history-start').hidden && document.getElementById('load-earlier').hidden`)
 	want := []string{"Hello Bob <b>not bold</b>", "Hi Alice", "How are you?"}
@@ -124,9 +132,9 @@ func TestWebTwoPeopleChat(t *testing.T) {
 // recall and a member quitting show for the others.
 func TestWebGroupOfThree(t *testing.T) {
 	t.Parallel()
+	b := newBrowser(t)
 	_, base := webApp(t)
 	user(t, base, "dave") // invited later; never opens a browser
-	b := newBrowser(t)
 	alice, bob, carol := b.open("alice", base), b.open("bob", base), b.open("carol", base)
 	alice.register("alice")
 	bob.register("bob")
@@ -152,7 +160,7 @@ func TestWebGroupOfThree(t *testing.T) {
 	bob.waitFor("creation notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'alice created “Trio” with you, carol')`)
 	bob.send("Hi all")
 	alice.waitMessage("Hi all", "")
-	bob.waitMessage("Hi all", "saved") // Alice has the group open: her read receipt reaches Bob
+	bob.waitMessage("Hi all", "read") // Alice has the group open: her read receipt reaches Bob
 
 	// A mention of Carol, who has not opened the group: her entry shows
 	// the unread count and the mention marker; opening it highlights it.
@@ -175,6 +183,7 @@ func TestWebGroupOfThree(t *testing.T) {
 		chromedp.Click(`#invite-form button[type=submit]`, chromedp.ByQuery),
 	)
 	bob.waitFor("invite notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'alice invited dave')`)
+	alice.waitFor("invite done", `!document.getElementById('invite-dialog').open && document.getElementById('notices').textContent.includes('Invited dave')`)
 	alice.run("show members", chromedp.Click(`#members`, chromedp.ByQuery))
 	alice.waitFor("four members", `document.getElementById('members-dialog').open && document.querySelectorAll('#member-list li').length === 4 &&
 		document.querySelector('#member-list li[data-user="alice"] .role').textContent === 'owner'`)
@@ -183,7 +192,7 @@ func TestWebGroupOfThree(t *testing.T) {
 
 	// A recall: Alice takes a message back; the others see it recalled.
 	alice.send("wrong group, sorry")
-	alice.waitMessage("wrong group, sorry", "saved")
+	alice.waitMessage("wrong group, sorry", "read")
 	bob.waitMessage("wrong group, sorry", "")
 	alice.run("recall", chromedp.Click(`#messages li[data-state] button[data-action="recall"]`, chromedp.ByQuery))
 	for _, p := range []*page{alice, bob, carol} {
@@ -212,9 +221,9 @@ func TestWebGroupOfThree(t *testing.T) {
 // her token kicks the page (it says why), and signing out ends the session.
 func TestWebReconnectFillsTheGap(t *testing.T) {
 	t.Parallel()
+	b := newBrowser(t)
 	_, base := webApp(t)
 	proxy := storetest.NewProxy(t, strings.TrimPrefix(base, "http://"))
-	b := newBrowser(t)
 	alice := b.open("alice", "http://"+proxy.Addr())
 	bob := b.open("bob", base)
 	alice.register("alice")
@@ -318,4 +327,126 @@ func TestWebReconnectFillsTheGap(t *testing.T) {
 	}
 	alice.assertNoConsoleErrors()
 	bob.assertNoConsoleErrors()
+}
+
+// waitReadSeq polls GET /msg/newest_seq until the token's user has read
+// conv up to seq.
+func waitReadSeq(t *testing.T, base, token, conv string, seq int) {
+	t.Helper()
+	deadline := time.After(pageWait)
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		code, env := call(t, "GET", base+"/msg/newest_seq?conversation_ids="+conv, "", token)
+		d, _ := env["data"].(map[string]any)
+		convs, _ := d["conversations"].(map[string]any)
+		c, _ := convs[conv].(map[string]any)
+		if code == 200 && c["read_seq"] == float64(seq) {
+			return
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("read_seq of %s never reached %d: %d %v", conv, seq, code, env)
+		}
+	}
+}
+
+// TestWebClientModel runs the client's state rules in the browser, on the
+// modules the page loads: dedupe by seq, placeholders, the contiguous run
+// and its gaps, own message states and receipts, a seq moved by the save
+// stage, recall never undone, backoff bounds, and conversation IDs equal
+// to domain's.
+func TestWebClientModel(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	_, base := webApp(t)
+	p := b.open("model", base)
+	ids := map[string]string{}
+	for _, pair := range [][2]string{{"alice", "bob"}, {"bob", "alice"}, {"a_b", "c"}, {"a", "b_c"}, {"x-1", "x_1"}, {"me", "me"}} {
+		ids[pair[0]+" "+pair[1]] = domain.SingleConversationID(pair[0], pair[1])
+	}
+	idsJSON, _ := json.Marshal(ids)
+	script := `(async () => {
+	const { Conversation } = await import('/assets/conversation.js');
+	const { backoffDelay } = await import('/assets/socket.js');
+	const { singleConversationID, parseConversationID } = await import('/assets/ids.js');
+	const fails = [];
+	const eq = (what, got, want) => { if (JSON.stringify(got) !== JSON.stringify(want)) fails.push(what + ': got ' + JSON.stringify(got) + ', want ' + JSON.stringify(want)); };
+	const msg = (seq, from, extra = {}) => ({ seq, sender_id: from, status: 'normal', msg_type: 101, content: { text: 'm' + seq }, ...extra });
+
+	let c = new Conversation('si_alice_bob', 'alice');
+	eq('peer', c.peerID, 'bob');
+	c.anchor(0);
+	eq('first put is new', c.put(msg(1, 'bob')), true);
+	eq('repeat is not new', c.put(msg(1, 'bob')), false);
+	c.put(msg(3, 'bob'));
+	eq('run stops at the gap', c.hi, 1);
+	eq('gap', c.gap(), [2, 2]);
+	eq('placeholder is not new', c.put({ seq: 2, status: 'unavailable' }), false);
+	eq('placeholder closes the gap', [c.hi, c.gap()], [3, null]);
+	eq('placeholders are not shown', c.visible().map((m) => m.seq), [1, 3]);
+	eq('a real message replaces a placeholder', c.put(msg(2, 'bob')), true);
+	c.put(msg(5, 'bob'));
+	c.put(msg(4, 'bob'));
+	eq('ordered by seq, not arrival', c.visible().map((m) => m.seq), [1, 2, 3, 4, 5]);
+	eq('run after out-of-order arrival', c.hi, 5);
+
+	c.put(msg(6, 'bob', { status: 'revoked', content: undefined }));
+	c.put(msg(6, 'bob'));
+	eq('a recall is not undone by a stale copy', c.msgs.get(6).status, 'revoked');
+
+	// Own message: pending, accepted at 7, receipts raise it, never lower.
+	const own = { client_msg_id: 'c1', sender_id: 'alice', status: 'normal', msg_type: 101, content: { text: 'mine' }, state: 'sending', createdAt: 1 };
+	c.pending.set('c1', own);
+	eq('sending', c.stateOf(own), 'sending');
+	own.state = 'accepted';
+	c.place(own, 7);
+	eq('accepted at its seq', [c.stateOf(own), c.hi, c.pending.size], ['accepted', 7, 0]);
+	c.receipt('delivered', 'bob', 7);
+	eq('delivered receipt', c.stateOf(own), 'delivered');
+	c.receipt('read', 'bob', 6);
+	eq('read below it', c.stateOf(own), 'delivered');
+	c.receipt('read', 'alice', 9);
+	eq('own cursor is no receipt', c.stateOf(own), 'delivered');
+	c.receipt('read', 'bob', 7);
+	eq('read receipt', c.stateOf(own), 'read');
+	c.put({ seq: 7, sender_id: 'alice', client_msg_id: 'c1', status: 'normal', msg_type: 101, content: { text: 'mine' } });
+	eq('a pulled copy keeps one object', [c.msgs.get(7) === own, own.state], [true, 'saved']);
+	// The save stage gave it another seq: the old one reads as unavailable.
+	c.place(own, 8);
+	eq('moved seq', [c.msgs.get(7).status, c.msgs.get(8) === own, c.hi], ['unavailable', true, 8]);
+
+	// Group: readers of an own message.
+	const g = new Conversation('sg_g1', 'alice');
+	g.anchor(0);
+	const gm = { client_msg_id: 'g1', sender_id: 'alice', status: 'normal', state: 'saved', msg_type: 101 };
+	g.place(gm, 1);
+	g.receipt('read', 'bob', 1);
+	g.receipt('read', 'carol', 3);
+	g.receipt('delivered', 'dave', 5);
+	eq('group readers', [g.readersOf(gm), g.stateOf(gm)], [2, 'read']);
+
+	for (let n = 0; n < 12; n++) {
+		const d = Math.min(30000, 500 * 2 ** n);
+		const lo = backoffDelay(n, 500, 30000, () => 0), hi = backoffDelay(n, 500, 30000, () => 1);
+		eq('backoff ' + n, [lo, hi], [Math.round(d / 2), d]);
+	}
+	const ids = ` + string(idsJSON) + `;
+	for (const [pair, want] of Object.entries(ids)) {
+		const [a, b] = pair.split(' ');
+		eq('conversation ID ' + pair, singleConversationID(a, b), want);
+		const p = parseConversationID(want);
+		eq('parse ' + want, p && [...p.peers].sort(), [a, b].sort());
+	}
+	return fails;
+})()`
+	var fails []string
+	p.run("run the model checks", chromedp.Evaluate(script, &fails, func(e *runtime.EvaluateParams) *runtime.EvaluateParams {
+		return e.WithAwaitPromise(true)
+	}))
+	for _, f := range fails {
+		t.Error(f)
+	}
+	p.assertNoConsoleErrors()
 }

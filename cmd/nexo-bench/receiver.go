@@ -188,3 +188,16 @@ func (r *receiver) abortPull(conv string) {
 	defer r.mu.Unlock()
 	r.pulling[conv] = false
 }
+
+// firstMissing returns the first seq of [from, to] in conv that was not
+// shown, or 0 when all were (or the range is empty).
+func (r *receiver) firstMissing(conv string, from, to int64) int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := max(from, 1); s <= to; s++ {
+		if _, ok := r.seen[convSeq{conv, s}]; !ok {
+			return s
+		}
+	}
+	return 0
+}

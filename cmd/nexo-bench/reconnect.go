@@ -23,10 +23,11 @@ type ReconnectResult struct {
 }
 
 // reconnector drops a share of the receivers at a point of the run,
-// keeps them away for --offline, reconnects them with their token, and
-// fills the gap by pulling each conversation from the last seq the session
-// had shown to the highest seq acknowledged to the senders when it came
-// back. Messages read that way count as recovered, not delivered.
+// keeps them away for --offline, reconnects them with their token, gives
+// the server's offline resend resendWait to push what they missed, and
+// then fills what is still missing by pulling each conversation up to the
+// highest seq acknowledged to the senders when the session came back.
+// Messages recovered either way count as recovered, not delivered.
 type reconnector struct {
 	s    *session
 	rec  *recorder
@@ -106,9 +107,22 @@ func (rc *reconnector) run(ctx context.Context) {
 			rc.res.Reconnected++
 			rc.hReconnect.record(int64(back.Sub(t0)))
 			rc.mu.Unlock()
+			// What the session must recover: from the first seq it lacked to
+			// the highest acknowledged to the senders by now. The server's
+			// offline resend gets resendWait to push it; the pull then reads
+			// whatever is still missing, as a client fills gaps.
+			upTo := map[string]int64{}
+			for _, conv := range convs {
+				upTo[conv] = rc.rec.lastSeq(conv)
+			}
+			waitFor := time.Now().Add(resendWait)
+			for time.Now().Before(waitFor) && !rc.held(c, convs, from[c], upTo) {
+				time.Sleep(10 * time.Millisecond)
+			}
 			complete := true
 			for _, conv := range convs {
-				if !rc.fill(ctx, c, conv, from[c][conv], rc.rec.lastSeq(conv), deadline) {
+				next := c.recv.firstMissing(conv, from[c][conv], upTo[conv])
+				if next > 0 && !rc.fill(ctx, c, conv, next, upTo[conv], deadline) {
 					complete = false
 				}
 			}
@@ -152,6 +166,20 @@ func (rc *reconnector) fill(ctx context.Context, c *conn, conv string, next, tar
 			continue
 		}
 		next = last + 1
+	}
+	return true
+}
+
+// resendWait is how long a reconnected session waits for the server's
+// offline resend before it pulls what is still missing.
+const resendWait = 500 * time.Millisecond
+
+// held reports whether c holds every seq of each conversation's range.
+func (rc *reconnector) held(c *conn, convs []string, from, upTo map[string]int64) bool {
+	for _, conv := range convs {
+		if c.recv.firstMissing(conv, from[conv], upTo[conv]) > 0 {
+			return false
+		}
 	}
 	return true
 }

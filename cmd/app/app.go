@@ -89,6 +89,7 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 		{"gateway", a.buildGateway},
 		{"messaging", a.buildMessaging},
 		{"observability", a.buildObservability},
+		{"web client", a.buildWeb},
 	}
 	for _, s := range steps {
 		if err := s.build(ctx); err != nil {

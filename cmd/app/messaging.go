@@ -19,6 +19,7 @@ import (
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/streams"
+	"github.com/nexo-im/nexo/web"
 	"github.com/nexo-im/nexo/workers"
 )
 
@@ -123,6 +124,12 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	a.server.Route("GET", "/ws", a.ws.Handler(), false)
 	hub := a.ws
 	a.server.Hertz().OnShutdown = append(a.server.Hertz().OnShutdown, func(ctx context.Context) { _ = hub.Shutdown(ctx) })
+	return nil
+}
+
+// buildWeb serves the web client at / (web/, docs/web.md).
+func (a *App) buildWeb(context.Context) error {
+	web.Register(a.server)
 	return nil
 }
 

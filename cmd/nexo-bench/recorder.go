@@ -75,6 +75,7 @@ type recorder struct {
 	unavailable  int64
 	savedFirst   int64
 	dupSavedAcks int64
+	resequenced  int64
 	// first and last seq acknowledged per conversation in this run: where
 	// notify-mode and gap-fill pulls start and how far they must reach.
 	convFirst, convLast map[string]int64
@@ -186,7 +187,7 @@ func (r *recorder) onFrame(c *conn, f *inFrame, at int64) {
 		r.onAnswer(f, at)
 	case pushAck:
 		if d.AckType == ackSaved {
-			r.onSaved(d.ClientMsgID, at)
+			r.onSaved(d.ClientMsgID, d.Seq, at)
 		}
 	case pushMsg:
 		r.onShown(c, &d.message, at, true, false)
@@ -284,7 +285,7 @@ func (r *recorder) onAnswer(f *inFrame, at int64) {
 }
 
 // onSaved handles a 2101 ACK(saved) push.
-func (r *recorder) onSaved(clientMsgID string, at int64) {
+func (r *recorder) onSaved(clientMsgID string, seq, at int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.lookup(clientMsgID)
@@ -295,6 +296,9 @@ func (r *recorder) onSaved(clientMsgID string, at int64) {
 	case m.saved != 0:
 		r.dupSavedAcks++
 		return
+	}
+	if m.acked != 0 && seq != 0 && seq != m.seq {
+		r.resequenced++ // the save stage gave it another seq than the ACK(accepted) named
 	}
 	r.markSaved(m, at)
 	if m.acked != 0 {

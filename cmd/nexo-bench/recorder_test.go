@@ -110,6 +110,8 @@ func TestRecorderCountsAnomalies(t *testing.T) {
 			func(t *testing.T, r Result) { want(t, r.Correctness.ReordersSender, 1, "reorders_sender") }},
 		{"a hole in the seqs", 2, []step{{"ack", 0, 1, ""}, {"ack", 1, 3, ""}, {"saved", 0, 1, ""}, {"saved", 1, 3, ""}, {"push", 0, 1, ""}, {"push", 1, 3, ""}},
 			func(t *testing.T, r Result) { want(t, r.Correctness.SeqGaps, 1, "seq_gaps") }},
+		{"another seq at save", 1, []step{{"ack", 0, 1, ""}, {"saved", 0, 5, ""}, {"push", 0, 1, ""}},
+			func(t *testing.T, r Result) { want(t, r.Correctness.Resequenced, 1, "resequenced") }},
 		{"refused", 1, []step{{"error", 0, 0, ""}},
 			func(t *testing.T, r Result) {
 				want(t, r.Errors["server_busy"], 1, "errors[server_busy]")

@@ -118,8 +118,11 @@ type Correctness struct {
 	ReordersReceiver    int64 `json:"reorders_receiver"`
 	ReordersSender      int64 `json:"reorders_sender"`
 	SeqGaps             int64 `json:"seq_gaps"`
-	Unavailable         int64 `json:"unavailable_placeholders"`
-	Unexpected          int64 `json:"unexpected_pushes"`
+	// Resequenced counts messages whose ACK(saved) named another seq than
+	// their ACK(accepted) (the save stage's collision path).
+	Resequenced int64 `json:"resequenced"`
+	Unavailable int64 `json:"unavailable_placeholders"`
+	Unexpected  int64 `json:"unexpected_pushes"`
 	// Informational, not failures:
 	SavedBeforeAnswer int64 `json:"saved_push_before_answer"`
 	DuplicateSaved    int64 `json:"duplicate_saved_acks"`
@@ -132,7 +135,7 @@ type Correctness struct {
 // failures is the sum of the counters that must be zero.
 func (c Correctness) failures() int64 {
 	return c.LostUnsaved + c.LostDeliveries + c.Unanswered + c.DuplicatesRaw + c.DuplicatesDeduped +
-		c.SeqConflicts + c.ReordersReceiver + c.ReordersSender + c.SeqGaps + c.Unexpected
+		c.SeqConflicts + c.ReordersReceiver + c.ReordersSender + c.SeqGaps + c.Resequenced + c.Unexpected
 }
 
 // finish computes the result of a drained run. conns are every connection
@@ -210,7 +213,7 @@ func (r *recorder) finish(conns []*conn) Result {
 		k.SeqConflicts += conflicts
 		k.ReordersReceiver += reorders
 	}
-	k.Unavailable, k.Unexpected = r.unavailable, r.unexpected
+	k.Unavailable, k.Unexpected, k.Resequenced = r.unavailable, r.unexpected, r.resequenced
 	k.SavedBeforeAnswer, k.DuplicateSaved, k.Stray = r.savedFirst, r.dupSavedAcks, r.stray
 	c.Delivered, c.DeliveredByPull, c.Recovered, c.RecoveredByResend = r.tot.delivered, r.tot.pulled, r.tot.recovered, r.tot.resent
 

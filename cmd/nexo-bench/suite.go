@@ -146,7 +146,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err := summarize(*dir, *readme, stdout); err != nil {
 		return err
 	}
-	fmt.Fprintf(stderr, "suite done in %.0fs; results in %s\n", s.index.Seconds, *dir)
+	fmt.Fprintf(stderr, "suite done in %.0fs; results in %s\n", time.Since(started).Seconds(), *dir)
 	if len(failed) > 0 {
 		return fmt.Errorf("steps that did not run or counted a correctness failure: %s", strings.Join(failed, ", "))
 	}

@@ -94,8 +94,8 @@ func writeMessages(w io.Writer, r *Result) {
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "   correctness: lost unsaved %d, lost deliveries %d, unanswered %d, duplicates raw %d / after dedupe %d, seq conflicts %d,\n",
 		k.LostUnsaved, k.LostDeliveries, k.Unanswered, k.DuplicatesRaw, k.DuplicatesDeduped, k.SeqConflicts)
-	fmt.Fprintf(w, "                reorders receiver %d / sender %d, seq gaps %d, unavailable %d, unexpected pushes %d; resent duplicates %d (by design)\n",
-		k.ReordersReceiver, k.ReordersSender, k.SeqGaps, k.Unavailable, k.Unexpected, k.ResentDuplicates)
+	fmt.Fprintf(w, "                reorders receiver %d / sender %d, seq gaps %d, resequenced %d, unavailable %d, unexpected pushes %d; resent duplicates %d (by design)\n",
+		k.ReordersReceiver, k.ReordersSender, k.SeqGaps, k.Resequenced, k.Unavailable, k.Unexpected, k.ResentDuplicates)
 	if rc := r.Reconnect; rc != nil {
 		fmt.Fprintf(w, "   reconnect: dropped %d for %.1fs, reconnected %d (handshake p99 %.1f ms), gap filled in p50 %.1f / max %.1f ms with %d pulls, incomplete %d\n",
 			rc.Dropped, rc.OfflineS, rc.Reconnected, rc.Reconnect.P99, rc.GapFill.P50, rc.GapFill.Max, rc.Pulls, rc.Incomplete)

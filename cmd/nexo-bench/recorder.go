@@ -332,68 +332,6 @@ func (r *recorder) recordLag(m *msgRec, at int64) {
 	}
 }
 
-// onShown handles a message shown to c: a push (byPush), a notify-mode
-// pull (notify) or a gap-fill pull (neither). A push to a reconnected
-// session of a message sent before it reconnected is a resend: it counts
-// as recovered, like the gap fill, not as a delivery.
-func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if msg.Status == statusUnavailable {
-		r.unavailable++
-		return
-	}
-	m := r.lookup(msg.ClientMsgID)
-	how := viaPull
-	if byPush {
-		how = viaPush
-		if resumed := c.resumedAt.Load(); resumed != 0 && m != nil && m.sent < resumed {
-			how = viaResend
-		}
-	}
-	if !c.recv.show(msg, how, m != nil) {
-		return
-	}
-	switch {
-	case m == nil:
-		if byPush {
-			r.stray++
-		}
-		return
-	case !m.to.expects(c) || m.from == c:
-		if byPush { // a pull reads the whole window, the reader's own messages included
-			r.unexpected++
-		}
-		return
-	}
-	if how == viaPush || notify {
-		m.delivered++
-		r.tot.delivered++
-		if notify {
-			r.tot.pulled++
-		}
-		if r.inWindow(at) {
-			r.win.delivered++
-		}
-		t := r.tl.at(at)
-		t.delivered++
-		recordCoarse(t.del, at-m.sched)
-		if m.measured {
-			r.hDel.record(at - m.sched)
-		}
-	} else {
-		m.recovered++
-		r.tot.recovered++
-		if how == viaResend {
-			r.tot.resent++
-		}
-		if m.measured {
-			r.hRecover.record(at - m.sched)
-		}
-	}
-	r.settle(m)
-}
-
 // expire marks messages unanswered for longer than timeout and frees their
 // closed-loop slots, so one lost answer cannot stall a sender forever.
 func (r *recorder) expire(now, timeout int64) {

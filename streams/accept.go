@@ -49,17 +49,26 @@ return {'ok', ARGV[1], seq, ARGV[2], '0'}
 `)
 
 // installScript installs a database lease (ARGV base, ceiling) into a
-// conversation's allocator without ever moving it backwards: cur rises to at
-// least base, ceil to at least the new ceiling. Installing (x, x) retires
-// the current lease below x (used after seqs were issued around Redis).
+// conversation's allocator without ever moving it backwards. A block that
+// starts where the current one ends (the next lease; two gateways may both
+// have taken one) only extends the ceiling, so the current block's unissued
+// seqs are still handed out and no gap opens. Any other block moves cur up
+// to its base, because seqs between the current ceiling and that base may
+// belong to someone else; installing (x, x) so retires everything up to x
+// (used after seqs were issued around Redis). A stale, lower lease changes
+// nothing.
 var installScript = redis.NewScript(`
 local s = redis.call('HMGET', KEYS[1], 'cur', 'ceil')
 local cur = tonumber(s[1]) or 0
 local ceil = tonumber(s[2]) or 0
 local base = tonumber(ARGV[1])
 local nc = tonumber(ARGV[2])
-if cur < base then cur = base end
-if nc > ceil then ceil = nc end
+if base == ceil and nc > ceil then
+  ceil = nc
+else
+  if cur < base then cur = base end
+  if nc > ceil then ceil = nc end
+end
 if cur > ceil then ceil = cur end
 redis.call('HSET', KEYS[1], 'cur', string.format('%d', cur), 'ceil', string.format('%d', ceil))
 return 1
@@ -168,6 +177,15 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 // burns one block, not one per request.
 func (a *Accepter) refill(ctx context.Context, shard int, conversationID string) error {
 	_, err, _ := a.inflight.Do(conversationID, func() (any, error) {
+		// An accept that saw "lease" just before another refill of this
+		// process installed a fresh block must not lease again.
+		if vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result(); err == nil {
+			cur, _ := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
+			ceil, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
+			if cur < ceil {
+				return nil, nil
+			}
+		}
 		lease, err := a.leaser.Lease(ctx, conversationID, a.block)
 		if err != nil {
 			return nil, fmt.Errorf("lease seqs for %s: %w", conversationID, err)

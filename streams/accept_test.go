@@ -188,6 +188,12 @@ func TestConcurrentSendersGetUniqueOrderedSeqs(t *testing.T) {
 	if len(all) != senders*each {
 		t.Fatalf("%d seqs for %d messages", len(all), senders*each)
 	}
+	// One process under a burst burns no lease: the seqs are exactly 1..n.
+	for s := int64(1); s <= senders*each; s++ {
+		if _, ok := all[s]; !ok {
+			t.Fatalf("seq %d was skipped: a lease was wasted under contention", s)
+		}
+	}
 	for s, seqs := range perSender {
 		for i := 1; i < len(seqs); i++ {
 			if seqs[i] <= seqs[i-1] {

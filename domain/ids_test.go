@@ -1,0 +1,39 @@
+package domain
+
+import "testing"
+
+func TestSingleConversationIDsNeverCollide(t *testing.T) {
+	pairs := [][2]string{{"a", "b_c"}, {"a_b", "c"}, {"alice", "bob"}, {"x", "x"}, {"a-b", "c_d_e"}}
+	seen := map[string][2]string{}
+	for _, p := range pairs {
+		id := SingleConversationID(p[0], p[1])
+		if id != SingleConversationID(p[1], p[0]) {
+			t.Errorf("%v: not the same for both parties", p)
+		}
+		if other, dup := seen[id]; dup {
+			t.Errorf("%v and %v share %s", p, other, id)
+		}
+		seen[id] = p
+		a, b, ok := SingleParties(id)
+		if !ok || !(a == p[0] && b == p[1] || a == p[1] && b == p[0]) {
+			t.Errorf("%s split into %q %q %v", id, a, b, ok)
+		}
+		for _, u := range p {
+			if peer, ok := SinglePeer(id, u); !ok || (peer != p[0] && peer != p[1]) {
+				t.Errorf("%s: peer of %s = %q %v", id, u, peer, ok)
+			}
+		}
+		if _, ok := SinglePeer(id, "mallory"); ok {
+			t.Errorf("%s: an outsider is a party", id)
+		}
+	}
+	if SingleConversationID("alice", "bob") != "si_alice_bob" {
+		t.Error("IDs without '_' must keep the seed's form")
+	}
+	// Malformed, or not in byte order (so not what SingleConversationID builds).
+	for _, bad := range []string{"si_", "si_a", "si_a_b_c", "sg_a", "si_b_a", "si_a_b c", "si_a_"} {
+		if _, _, ok := SingleParties(bad); ok {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}

@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/chromedp/chromedp/kb"
 
+	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/store/storetest"
 	"github.com/nexo-im/nexo/web"
 )
@@ -55,7 +56,12 @@ func needChromium(t *testing.T) {
 // web client's routes, and returns it with its base URL.
 func webApp(t *testing.T) (*App, string) {
 	t.Helper()
-	cfg := realConfig(t)
+	return webAppWith(t, realConfig(t))
+}
+
+// webAppWith is webApp for a given configuration.
+func webAppWith(t *testing.T, cfg configs.Config) (*App, string) {
+	t.Helper()
 	logs := &storetest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -243,7 +249,11 @@ func (p *page) fail(what string, err error) {
 func (p *page) waitFor(what, expr string) {
 	p.t.Helper()
 	var ok bool
+	began := time.Now()
 	p.run("wait for "+what, chromedp.Poll("!!("+expr+")", &ok, chromedp.WithPollingInterval(50*time.Millisecond), chromedp.WithPollingTimeout(pageWait)))
+	if d := time.Since(began); d > pageWait/3 {
+		p.t.Logf("%s: waiting for %s took %v (the limit is %v)", p.name, what, d.Round(time.Millisecond), pageWait)
+	}
 }
 
 // eval evaluates expr and decodes its value into out.

@@ -36,7 +36,7 @@ func TestWebTwoPeopleChat(t *testing.T) {
 	// Bob sees the conversation with an unread badge and the preview, then
 	// opens it: the message shows, and Alice's tick moves to read.
 	bob.waitFor("unread badge", `(() => { const li = document.querySelector('#conv-list li[data-conv-id="`+conv+`"]');
-		return li && li.querySelector('.badge') && li.querySelector('.badge').textContent === '1' && li.textContent.includes('Hello Bob'); })()`)
+		return li && li.querySelector('.badge:not([hidden])') && li.querySelector('.badge:not([hidden])').textContent === '1' && li.textContent.includes('Hello Bob'); })()`)
 	bob.screenshot("unread")
 	bob.openConversation(conv)
 	bob.waitMessage("Hello Bob <b>not bold</b>", "")
@@ -46,7 +46,7 @@ func TestWebTwoPeopleChat(t *testing.T) {
 		t.Errorf("message text was rendered as HTML")
 	}
 	alice.waitMessage("Hello Bob", "read")
-	bob.waitFor("badge cleared", `!document.querySelector('#conv-list li[data-conv-id="`+conv+`"] .badge')`)
+	bob.waitFor("badge cleared", `!document.querySelector('#conv-list li[data-conv-id="`+conv+`"] .badge:not([hidden])')`)
 
 	// Bob answers while Alice has the chat open: she sees it at once and
 	// her reading moves Bob's tick to read.
@@ -111,7 +111,7 @@ func TestWebTwoPeopleChat(t *testing.T) {
 	if shown >= 63 {
 		t.Errorf("first page after reload shows %d messages; want one page (load earlier for the rest)", shown)
 	}
-	alice.waitFor("badge cleared on opening", `!document.querySelector('#conv-list li[data-conv-id="`+conv+`"] .badge')`)
+	alice.waitFor("badge cleared on opening", `!document.querySelector('#conv-list li[data-conv-id="`+conv+`"] .badge:not([hidden])')`)
 	alice.run("load earlier", chromedp.Click(`#load-earlier`, chromedp.ByQuery))
 	alice.waitFor("whole history", `!document.getElementById('history-start').hidden && document.getElementById('load-earlier').hidden`)
 	want := []string{"Hello Bob <b>not bold</b>", "Hi Alice", "How are you?"}
@@ -122,6 +122,28 @@ func TestWebTwoPeopleChat(t *testing.T) {
 		t.Errorf("after a reload and load earlier alice shows %d messages %q, want %q", len(got), got, want)
 	}
 	alice.screenshot("history")
+	alice.assertNoConsoleErrors()
+	bob.assertNoConsoleErrors()
+}
+
+// TestWebEmbeddedMode: what a newcomer gets from `make run` — the
+// embedded default (SQLite and the in-process Redis) — serves the client,
+// and two people chat with ticks moving to read.
+func TestWebEmbeddedMode(t *testing.T) {
+	t.Parallel()
+	b := newBrowser(t)
+	_, base := webAppWith(t, embeddedConfig(t))
+	alice, bob := b.open("alice", base), b.open("bob", base)
+	alice.register("alice")
+	bob.register("bob")
+	alice.startChat("bob")
+	alice.send("Hi from make run")
+	bob.openConversation(domain.SingleConversationID("alice", "bob"))
+	bob.waitMessage("Hi from make run", "")
+	alice.waitMessage("Hi from make run", "read")
+	bob.send("It works")
+	alice.waitMessage("It works", "")
+	bob.waitMessage("It works", "read")
 	alice.assertNoConsoleErrors()
 	bob.assertNoConsoleErrors()
 }
@@ -166,11 +188,11 @@ func TestWebGroupOfThree(t *testing.T) {
 	// the unread count and the mention marker; opening it highlights it.
 	bob.send("@carol are you there?")
 	carol.waitFor("mention marker", `(() => { const li = document.querySelector('#conv-list li[data-conv-id=`+js(conv)+`]');
-		return li && li.querySelector('.mention-marker') && li.querySelector('.badge') && li.querySelector('.badge').textContent === '2'; })()`)
+		return li && li.querySelector('.mention-marker:not([hidden])') && li.querySelector('.badge:not([hidden])') && li.querySelector('.badge:not([hidden])').textContent === '2'; })()`)
 	carol.screenshot("mentioned")
 	carol.openConversation(conv)
 	carol.waitFor("mention highlighted", `(() => { const li = `+messageExpr("are you there?")+`; return li && li.classList.contains('mentioned') && li.querySelector('mark.mention.me'); })()`)
-	carol.waitFor("marker cleared", `!document.querySelector('#conv-list li[data-conv-id=`+js(conv)+`] .mention-marker')`)
+	carol.waitFor("marker cleared", `!document.querySelector('#conv-list li[data-conv-id=`+js(conv)+`] .mention-marker:not([hidden])')`)
 	carol.send("Yes!")
 	alice.waitMessage("Yes!", "")
 	bob.waitMessage("Yes!", "")

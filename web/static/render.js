@@ -164,21 +164,42 @@ export function renderMessage(li, m, c, client, now) {
   return true;
 }
 
-/** renderConversation builds one entry of the conversation list. */
-export function renderConversation(c, client, current) {
-  const title = client.title(c);
-  const badge = c.unread > 0 ? el('span', { class: 'badge', text: c.unread > 99 ? '99+' : String(c.unread) }) : null;
-  const mention = c.mentions > 0 ? el('span', { class: 'mention-marker', title: 'You were mentioned', text: '@' }) : null;
-  const pin = c.pinned ? el('span', { class: 'pin', title: 'Pinned', text: '📌' }) : null;
+/**
+ * conversationItem returns a list entry with a fixed structure, which
+ * updateConversation fills in. The nodes are kept across updates: an entry
+ * rebuilt between a mouse press and its release would lose the click.
+ */
+export function conversationItem(id) {
+  const btn = el('button', { type: 'button', class: 'conv' },
+    el('span', { class: 'conv-top' },
+      el('span', { class: 'conv-name' }),
+      el('span', { class: 'pin', title: 'Pinned', text: '📌' }),
+      el('span', { class: 'mention-marker', title: 'You were mentioned', text: '@' }),
+      el('span', { class: 'badge' })),
+    el('span', { class: 'conv-preview' }),
+    el('span', { class: 'visually-hidden' }));
+  return el('li', { 'data-conv-id': id }, btn);
+}
+
+/** updateConversation shows c's current state in its entry li. */
+export function updateConversation(li, c, client, current) {
+  const sig = [client.title(c), c.unread, c.mentions, c.pinned, current, preview(c.latest, client), c.isGroup].join('\u0000');
+  if (li.dataset.sig === sig) return;
+  li.dataset.sig = sig;
+  const q = (cls) => li.querySelector(cls);
+  li.classList.toggle('current', current);
+  const btn = q('button');
+  if (current) btn.setAttribute('aria-current', 'true');
+  else btn.removeAttribute('aria-current');
+  q('.conv-name').textContent = client.title(c);
+  q('.pin').hidden = !c.pinned;
+  q('.mention-marker').hidden = !(c.mentions > 0);
+  q('.badge').hidden = !(c.unread > 0);
+  q('.badge').textContent = c.unread > 99 ? '99+' : String(c.unread);
+  q('.conv-preview').textContent = preview(c.latest, client) || (c.isGroup ? 'Group' : 'No messages yet');
   const hidden = [];
   if (c.unread > 0) hidden.push(`${c.unread} unread`);
   if (c.mentions > 0) hidden.push('mentioned you');
   if (c.pinned) hidden.push('pinned');
-  const btn = el('button', { type: 'button', class: 'conv', 'aria-current': current ? 'true' : null },
-    el('span', { class: 'conv-top' },
-      el('span', { class: 'conv-name', text: title }),
-      pin, mention, badge),
-    el('span', { class: 'conv-preview', text: preview(c.latest, client) || (c.isGroup ? 'Group' : 'No messages yet') }),
-    hidden.length ? el('span', { class: 'visually-hidden', text: `, ${hidden.join(', ')}` }) : null);
-  return el('li', { 'data-conv-id': c.id, class: current ? 'current' : '' }, btn);
+  q('.visually-hidden').textContent = hidden.length ? `, ${hidden.join(', ')}` : '';
 }

@@ -3,7 +3,7 @@
 // and the live region's announcements stay sane), and turns the user's
 // actions into client calls.
 
-import { el, messageKey, renderConversation, renderMessage } from './render.js';
+import { conversationItem, el, messageKey, renderMessage, updateConversation } from './render.js';
 import { validID } from './ids.js';
 
 const $ = (id) => document.getElementById(id);
@@ -45,6 +45,7 @@ export class View {
     this.onSignOut = onSignOut;
     this.onSessionEnded = onSessionEnded;
     this.msgEls = new Map();
+    this.convEls = new Map();
     this.shownConv = null;
     this.mention = { items: [], active: 0 };
     this.bind();
@@ -342,20 +343,33 @@ export class View {
     const c = this.client;
     const list = $('conv-list');
     const convs = c.sortedConversations();
-    const items = convs.map((conv) => renderConversation(conv, c, conv === c.current));
-    const sig = items.map((x) => x.outerHTML).join('');
     $('conv-empty').hidden = convs.length > 0;
-    if (list.dataset.sig === sig) return;
-    list.dataset.sig = sig;
-    // Keep keyboard focus on the same conversation across the rebuild.
-    const focused = document.activeElement && document.activeElement.closest && document.activeElement.closest('#conv-list li');
-    const focusID = focused ? focused.dataset.convId : null;
-    list.replaceChildren(...items);
-    if (focusID) {
-      const again = list.querySelector(`li[data-conv-id="${CSS.escape(focusID)}"] button`);
-      if (again) again.focus();
+    // Entries are kept and updated in place, and only moved when the order
+    // changes, so a click or keyboard focus is never lost to a re-render.
+    const focused = document.activeElement && document.activeElement.closest ? document.activeElement.closest('#conv-list li') : null;
+    const keep = new Set();
+    let next = list.firstElementChild;
+    for (const conv of convs) {
+      keep.add(conv.id);
+      let li = this.convEls.get(conv.id);
+      if (!li) {
+        li = conversationItem(conv.id);
+        this.convEls.set(conv.id, li);
+      }
+      updateConversation(li, conv, c, conv === c.current);
+      if (li !== next) list.insertBefore(li, next);
+      else next = next.nextElementSibling;
     }
+    for (const [id, li] of this.convEls) {
+      if (!keep.has(id)) {
+        li.remove();
+        this.convEls.delete(id);
+      }
+    }
+    // Moving an entry takes the focus from it: give it back.
+    if (focused && focused.isConnected && document.activeElement !== focused.firstElementChild) focused.firstElementChild.focus();
   }
+
 
   renderChat() {
     const c = this.client;

@@ -122,6 +122,14 @@ func TestWebTwoPeopleChat(t *testing.T) {
 		t.Errorf("after a reload and load earlier alice shows %d messages %q, want %q", len(got), got, want)
 	}
 	alice.screenshot("history")
+
+	// Pinning goes to the server: the entry shows it, and a reload keeps it.
+	alice.run("pin", chromedp.Click(`#pin`, chromedp.ByQuery))
+	pinned := `document.querySelector('#conv-list li[data-conv-id="` + conv + `"] .pin:not([hidden])') !== null`
+	alice.waitFor("pinned", pinned+` && document.getElementById('pin').getAttribute('aria-pressed') === 'true'`)
+	alice.run("reload again", chromedp.Reload())
+	alice.waitConnected()
+	alice.waitFor("still pinned", pinned)
 	alice.assertNoConsoleErrors()
 	bob.assertNoConsoleErrors()
 }

@@ -23,7 +23,6 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/store/storetest"
-	"github.com/nexo-im/nexo/web"
 )
 
 // The browser tests drive the web client (package web) in Debian's
@@ -52,8 +51,8 @@ func needChromium(t *testing.T) {
 	}
 }
 
-// webApp starts the whole server on the test MariaDB and Redis with the
-// web client's routes, and returns it with its base URL.
+// webApp starts the whole server (cmd/app mounts the web client) on the
+// test MariaDB and Redis, and returns it with its base URL.
 func webApp(t *testing.T) (*App, string) {
 	t.Helper()
 	return webAppWith(t, realConfig(t))
@@ -69,22 +68,6 @@ func webAppWith(t *testing.T, cfg configs.Config) (*App, string) {
 	if err != nil {
 		cancel()
 		t.Fatalf("New: %v\nlogs:\n%s", err, logs)
-	}
-	routes := map[string]bool{}
-	for _, r := range a.server.Routes() {
-		routes[r.Method+" "+r.Path] = true
-	}
-	// The client needs the whole server: groups and sync too.
-	for _, need := range []string{"POST /group/create", "GET /conversation/list"} {
-		if !routes[need] {
-			a.stopAll()
-			cancel()
-			t.Skipf("%s is not wired in cmd/app yet; the web client needs it", need)
-		}
-	}
-	// Until cmd/app mounts the client itself, mount it here.
-	if !routes["GET /"] {
-		web.Register(a.server)
 	}
 	done := make(chan error, 1)
 	go func() { done <- a.Run(ctx) }()

@@ -6,35 +6,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
 )
 
-// presenceBackends runs the presence contract on a real Redis and on the
-// embedded one.
-func presenceBackends() map[string]func(t *testing.T) (redis.UniversalClient, store.Keys) {
-	return map[string]func(t *testing.T) (redis.UniversalClient, store.Keys){
-		"redis": func(t *testing.T) (redis.UniversalClient, store.Keys) {
-			rdb, prefix := storetest.Redis(t)
-			return rdb, store.Keys{Prefix: prefix}
-		},
-		"embedded": func(t *testing.T) (redis.UniversalClient, store.Keys) {
-			addr, stop, err := store.StartEmbeddedRedis()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-			rdb := redis.NewClient(&redis.Options{Addr: addr})
-			t.Cleanup(func() { _ = rdb.Close() })
-			return rdb, store.Keys{Prefix: "nexo"}
-		},
-	}
-}
-
 func TestPresence(t *testing.T) {
-	for name, open := range presenceBackends() {
+	for name, open := range storetest.RedisBackends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()

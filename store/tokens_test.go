@@ -5,35 +5,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
 )
 
-// tokenBackends gives the token store a real Redis and the embedded one, so
-// both modes run the same scripts.
-func tokenBackends(t *testing.T) map[string]func(t *testing.T) (redis.UniversalClient, store.Keys) {
-	return map[string]func(t *testing.T) (redis.UniversalClient, store.Keys){
-		"redis": func(t *testing.T) (redis.UniversalClient, store.Keys) {
-			rdb, prefix := storetest.Redis(t)
-			return rdb, store.Keys{Prefix: prefix}
-		},
-		"embedded": func(t *testing.T) (redis.UniversalClient, store.Keys) {
-			addr, stop, err := store.StartEmbeddedRedis()
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(stop)
-			rdb := redis.NewClient(&redis.Options{Addr: addr})
-			t.Cleanup(func() { _ = rdb.Close() })
-			return rdb, store.Keys{Prefix: "nexo"}
-		},
-	}
-}
-
 func TestTokens(t *testing.T) {
-	for name, open := range tokenBackends(t) {
+	for name, open := range storetest.RedisBackends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rdb, keys := open(t)
@@ -105,7 +82,7 @@ func TestTokens(t *testing.T) {
 // TestTokensExpire checks the key goes away with the token, on a real Redis
 // and on the embedded one (whose TTLs must follow the wall clock).
 func TestTokensExpire(t *testing.T) {
-	for name, open := range tokenBackends(t) {
+	for name, open := range storetest.RedisBackends() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			rdb, keys := open(t)

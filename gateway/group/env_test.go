@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -262,25 +261,10 @@ func (e *env) process() *group.Members {
 	return group.NewMembers(e.repo, e.cache, e.cfg.Group, nil, quiet)
 }
 
-// addUsers registers users in one statement.
+// addUsers registers users.
 func (e *env) addUsers(ids ...string) {
 	e.t.Helper()
-	for start := 0; start < len(ids); start += 500 {
-		chunk := ids[start:min(start+500, len(ids))]
-		var sb strings.Builder
-		args := make([]any, 0, len(chunk))
-		sb.WriteString("INSERT INTO users (id, nickname, created_at, updated_at) VALUES ")
-		for i, id := range chunk {
-			if i > 0 {
-				sb.WriteString(",")
-			}
-			sb.WriteString("(?, 'n', 1, 1)")
-			args = append(args, id)
-		}
-		if err := e.db.Gorm.Exec(sb.String(), args...).Error; err != nil {
-			e.t.Fatal(err)
-		}
-	}
+	storetest.AddUsers(e.t, e.db, ids...)
 }
 
 // users returns n user IDs "prefix0000".."prefix{n-1}".

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -252,19 +251,7 @@ func (e *env) startStages() { e.run(func(ctx context.Context) { _ = e.pipeline.R
 // addUsers registers users.
 func (e *env) addUsers(ids ...string) {
 	e.t.Helper()
-	var sb strings.Builder
-	args := make([]any, 0, len(ids))
-	sb.WriteString("INSERT INTO users (id, nickname, created_at, updated_at) VALUES ")
-	for i, id := range ids {
-		if i > 0 {
-			sb.WriteString(",")
-		}
-		sb.WriteString("(?, 'n', 1, 1)")
-		args = append(args, id)
-	}
-	if err := e.db.Gorm.Exec(sb.String(), args...).Error; err != nil {
-		e.t.Fatal(err)
-	}
+	storetest.AddUsers(e.t, e.db, ids...)
 }
 
 var clientIDs atomic.Int64

@@ -22,14 +22,8 @@ func syncApp(t *testing.T, tweak func(*configs.Config)) string {
 	if tweak != nil {
 		tweak(&cfg)
 	}
-	a, base := startAppValue(t, cfg)
-	for _, r := range a.server.Routes() {
-		if r.Method == "GET" && r.Path == "/conversation/list" {
-			return base
-		}
-	}
-	t.Skip("the sync routes (gateway/state) are not wired in cmd/app yet")
-	return ""
+	_, base := startAppValue(t, cfg)
+	return base
 }
 
 // data decodes an envelope's data.

@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -36,18 +37,6 @@ func ascending(from, to int64) []int64 {
 		out = append(out, s)
 	}
 	return out
-}
-
-func equal(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestResendAfterDisconnect: bob acknowledged up to 3 and went away;
@@ -87,7 +76,7 @@ func TestResendAfterDisconnect(t *testing.T) {
 	msgs, order, summaries := seqsOf(frames)
 	// ab: 4..7, then the recall notice (8) and the last message (9)
 	// bc: bob answered carol, which delivered (and read) her message to him.
-	if !equal(msgs[ab], ascending(4, last+1)) || len(msgs[bc]) != 0 || len(summaries) != 0 {
+	if !slices.Equal(msgs[ab], ascending(4, last+1)) || len(msgs[bc]) != 0 || len(summaries) != 0 {
 		t.Fatalf("resent %v, summaries %v", msgs, summaries)
 	}
 	if len(order) != 1 || res.Messages != len(frames) || res.Summaries != 0 {
@@ -144,7 +133,7 @@ func TestResendCapsAndSummaries(t *testing.T) {
 	msgs, order, summaries := seqsOf(conn.got())
 	// Newest first: db (opt 1: summary only), group (cap 3 of 6), cb (4 of
 	// 4), ab (the single cap's last 1 of 3).
-	if !equal(msgs[gconv], ascending(1, 3)) || !equal(msgs[cb], ascending(1, 4)) || !equal(msgs[ab], []int64{1}) || len(msgs[db]) != 0 {
+	if !slices.Equal(msgs[gconv], ascending(1, 3)) || !slices.Equal(msgs[cb], ascending(1, 4)) || !slices.Equal(msgs[ab], []int64{1}) || len(msgs[db]) != 0 {
 		t.Fatalf("resent %v (order %v)", msgs, order)
 	}
 	if len(summaries) != 3 || summaries[gconv] != gmax || summaries[ab] != 3 || summaries[db] != 1 {
@@ -255,7 +244,7 @@ func TestResendSkipsWhatLivePushesCover(t *testing.T) {
 		t.Fatal(err)
 	}
 	msgs, _, summaries := seqsOf(conn.got())
-	if !equal(msgs[conv], []int64{1, 2}) || len(summaries) != 0 {
+	if !slices.Equal(msgs[conv], []int64{1, 2}) || len(summaries) != 0 {
 		t.Fatalf("resent %v, summaries %v", msgs, summaries)
 	}
 }

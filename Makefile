@@ -2,6 +2,8 @@
 # every test against real MariaDB and Redis when NEXO_TEST_MYSQL_DSN and
 # NEXO_TEST_REDIS_ADDR are set (see README.md; .ci/run sets them up).
 
+# pipefail: `go test -json | testsummary` must fail when go test does.
+SHELL   := /bin/bash
 GO      ?= go
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 COMMIT  ?= $(shell git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
@@ -11,7 +13,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # only Go) tests run without it, and say so.
 RACE ?= $(shell command -v $${CC:-gcc} >/dev/null 2>&1 && echo -race)
 
-.PHONY: run build test lint importcheck clean
+.PHONY: run build test lint importcheck clean docker fuzz
 
 run:
 	$(GO) run ./cmd/nexo serve
@@ -21,19 +23,34 @@ build:
 
 test: importcheck
 	@[ -n "$(RACE)" ] || echo "make test: no C compiler found, running without -race" >&2
-	$(GO) test $(RACE) -count=1 ./...
 	$(GO) test -run '^$$' -fuzz=FuzzDecodeAndDispatch -fuzztime=10s ./gateway/ws
+	$(GO) test -run '^$$' -fuzz=FuzzDecodeJSON -fuzztime=10s ./gateway
+	@# The whole server in-process: SQLite, and MariaDB + Redis when their
+	@# variables are set. The first run builds cmd/app instrumented (minutes
+	@# on 2 cores, then cached; both targets share the build).
+	$(GO) test -run '^$$' -fuzz=FuzzQueryString -fuzztime=10s ./cmd/app
+	$(GO) test -run '^$$' -fuzz=FuzzMessageContent -fuzztime=10s ./cmd/app
+	$(GO) test ./.ci/testsummary
+	@# -json keeps go test's output as it would be without it, and ends with one
+	@# line counting the skipped integration tests (.ci/testsummary).
+	set -o pipefail; $(GO) test $(RACE) -count=1 -json ./... | $(GO) run ./.ci/testsummary
 
 lint: importcheck
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
+	$(GO) vet ./... ./.ci/testsummary
+	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run go mod tidy (go mod tidy -diff shows what changes)"; $(GO) mod tidy -diff; exit 1; }
 
 importcheck:
 	@.ci/importcheck.sh
 
 clean:
 	rm -rf bin/
+
+# docker builds the image with the version and commit baked in (Dockerfile
+# ARG VERSION/COMMIT; compose passes BUILD_VERSION/BUILD_COMMIT the same way).
+docker:
+	docker build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) -t nexo:$(VERSION) .
 
 # bench runs nexo-bench's standard suite (docs/bench/README.md) against Nexo
 # started in-process on the local MariaDB (database nexo_bench, dropped and
@@ -45,3 +62,13 @@ BENCH_FLAGS ?=
 .PHONY: bench
 bench:
 	$(GO) run ./cmd/nexo-bench suite --out-dir docs/bench --readme README.md $(BENCH_FLAGS)
+
+# fuzz runs every fuzz target longer than make test does (FUZZTIME each,
+# default 5m); new interesting inputs stay in Go's cache, copy the ones worth
+# keeping into the package's testdata/fuzz/<Target>/ (committed corpora).
+FUZZTIME ?= 5m
+fuzz:
+	$(GO) test -run '^$$' -fuzz=FuzzDecodeAndDispatch -fuzztime=$(FUZZTIME) ./gateway/ws
+	$(GO) test -run '^$$' -fuzz=FuzzDecodeJSON -fuzztime=$(FUZZTIME) ./gateway
+	$(GO) test -run '^$$' -fuzz=FuzzQueryString -fuzztime=$(FUZZTIME) ./cmd/app
+	$(GO) test -run '^$$' -fuzz=FuzzMessageContent -fuzztime=$(FUZZTIME) ./cmd/app

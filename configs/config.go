@@ -25,6 +25,13 @@ type Config struct {
 	Admin    Admin    `koanf:"admin"`
 	Group    Group    `koanf:"group"`
 	Sync     Sync     `koanf:"sync"`
+	Cluster  Cluster  `koanf:"cluster"`
+	// ServerAPI, Webhooks: the integration surface for an app's backend
+	// (docs/integration.md, docs/webhooks.md).
+	ServerAPI ServerAPI `koanf:"server_api"`
+	Webhooks  Webhooks  `koanf:"webhooks"`
+	Limits    Limits    `koanf:"limits"`
+	Metrics   Metrics   `koanf:"metrics"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -35,6 +42,37 @@ type HTTP struct {
 	ShutdownTimeout time.Duration `koanf:"shutdown_timeout"`
 	// MaxBodyBytes caps an HTTP request body.
 	MaxBodyBytes int `koanf:"max_body_bytes"`
+	// ReadHeaderTimeout is how long a connection has, from accept, to
+	// deliver its first request (headers and body), and each later request
+	// of a keep-alive connection from its first byte; 0 disables.
+	ReadHeaderTimeout time.Duration `koanf:"read_header_timeout"`
+	// IdleTimeout closes a keep-alive connection with no request for this
+	// long; 0 is Hertz's default (3m).
+	IdleTimeout time.Duration `koanf:"idle_timeout"`
+	// MaxConns caps the open connections (HTTP and WebSocket); 0: no cap.
+	MaxConns int `koanf:"max_conns"`
+	// MaxConnsPerIP caps the open connections from one peer address
+	// (trusted proxies are exempt); 0: no cap.
+	MaxConnsPerIP int `koanf:"max_conns_per_ip"`
+	// TrustedProxies lists the CIDRs of reverse proxies whose
+	// X-Forwarded-For / X-Real-IP name the client; from anyone else the
+	// TCP peer is the client (per-IP limits use it). Empty trusts none.
+	TrustedProxies []string `koanf:"trusted_proxies"`
+	// CORS answers browsers on other origins (preflights included).
+	CORS CORS `koanf:"cors"`
+}
+
+// CORS configures cross-origin HTTP requests (hertz-contrib/cors).
+type CORS struct {
+	// AllowedOrigins lists origins allowed to call the HTTP API; "*" allows
+	// any. Empty falls back to ws.allowed_origins, so both checks share one
+	// default: same origin only.
+	AllowedOrigins []string `koanf:"allowed_origins"`
+	// AllowedMethods and AllowedHeaders are answered to preflights.
+	AllowedMethods []string `koanf:"allowed_methods"`
+	AllowedHeaders []string `koanf:"allowed_headers"`
+	// MaxAge is how long a browser may cache a preflight's answer.
+	MaxAge time.Duration `koanf:"max_age"`
 }
 
 // MySQL configures the database. An empty DSN (with an empty Redis address)
@@ -51,16 +89,69 @@ type SQLite struct {
 	Path string `koanf:"path"`
 }
 
-// Redis configures the Redis client. An empty Addr (with an empty MySQL DSN)
-// selects the embedded in-process server.
+// Redis modes (redis.mode).
+const (
+	RedisStandalone = "standalone"
+	RedisCluster    = "cluster"
+	RedisSentinel   = "sentinel"
+)
+
+// Redis configures the Redis client. An empty Addr and Addrs (with an empty
+// MySQL DSN) selects the embedded in-process server. docs/deploy.md
+// describes the three modes.
 type Redis struct {
-	Addr     string `koanf:"addr"`
+	// Mode is standalone (one server, Addr), cluster (Redis Cluster, Addrs
+	// are seed nodes) or sentinel (Addrs are sentinels, MasterName the
+	// monitored master).
+	Mode string `koanf:"mode"`
+	// Addr is the standalone server's host:port.
+	Addr string `koanf:"addr"`
+	// Addrs lists cluster seed nodes or sentinel addresses (host:port). In
+	// standalone mode one entry may stand in for Addr.
+	Addrs []string `koanf:"addrs"`
+	// MasterName is the master's name in the sentinels' configuration.
+	MasterName string `koanf:"master_name"`
+	// Username and Password authenticate to the Redis servers (ACL user;
+	// empty username = the default user).
+	Username string `koanf:"username"`
 	Password string `koanf:"password"`
-	DB       int    `koanf:"db"`
-	PoolSize int    `koanf:"pool_size"`
+	// SentinelPassword authenticates to the sentinels (sentinel mode only;
+	// empty = none).
+	SentinelPassword string `koanf:"sentinel_password"`
+	// TLS encrypts every connection (servers and sentinels).
+	TLS      RedisTLS `koanf:"tls"`
+	DB       int      `koanf:"db"`
+	PoolSize int      `koanf:"pool_size"`
 	// KeyPrefix is prepended to every key Nexo writes, so several deployments
 	// (or tests) can share one Redis.
 	KeyPrefix string `koanf:"key_prefix"`
+	// MemoryDegradedRatio: /readyz reports "degraded" (still 200) when a
+	// Redis server uses this share of its maxmemory or more; 0 turns the
+	// check off, as does a server without maxmemory.
+	MemoryDegradedRatio float64 `koanf:"memory_degraded_ratio"`
+}
+
+// RedisTLS configures TLS to Redis. With Enabled and an empty CAFile the
+// system roots verify the server.
+type RedisTLS struct {
+	Enabled bool `koanf:"enabled"`
+	// CAFile is a PEM bundle of the CAs that sign the servers' certificates.
+	CAFile string `koanf:"ca_file"`
+	// ServerName overrides the name checked in the server certificate
+	// (default: the host of the address dialled).
+	ServerName string `koanf:"server_name"`
+}
+
+// Addresses returns the configured server (or seed/sentinel) addresses:
+// Addrs, or Addr alone when Addrs is empty.
+func (r Redis) Addresses() []string {
+	if len(r.Addrs) > 0 {
+		return r.Addrs
+	}
+	if r.Addr != "" {
+		return []string{r.Addr}
+	}
+	return nil
 }
 
 // JWT configures token signing (HS256).
@@ -72,16 +163,179 @@ type JWT struct {
 	Issuer string        `koanf:"issuer"`
 }
 
-// Auth configures password hashing.
+// Auth configures password hashing, self-registration and tokens signed
+// by the app (external JWT).
 type Auth struct {
 	// BcryptCost is the bcrypt work factor (4–31).
 	BcryptCost int `koanf:"bcrypt_cost"`
+	// HashConcurrency bounds the password hashes (login, register) computed
+	// at once; 0 means half the CPUs (at least one), leaving the rest to
+	// the other routes during a login flood.
+	HashConcurrency int `koanf:"hash_concurrency"`
+	// HashWait is how long a login or register waits for a hashing slot
+	// before it is refused with server_busy.
+	HashWait time.Duration `koanf:"hash_wait"`
+	// Registration is "open" (POST /user/register for anyone) or "closed"
+	// (users come from the server API or external JWTs). Empty means closed
+	// when server_api.keys is set, else open.
+	Registration string `koanf:"registration"`
+	// ExternalJWT verifies tokens that the app's backend signs.
+	ExternalJWT ExternalJWT `koanf:"external_jwt"`
+}
+
+// Registration modes (auth.registration).
+const (
+	RegistrationOpen   = "open"
+	RegistrationClosed = "closed"
+)
+
+// RegistrationIsOpen reports whether POST /user/register is served, after
+// applying the default (closed once the server API is enabled).
+func (c *Config) RegistrationIsOpen() bool {
+	switch c.Auth.Registration {
+	case RegistrationOpen:
+		return true
+	case RegistrationClosed:
+		return false
+	}
+	return len(c.ServerAPI.Keys) == 0
+}
+
+// ExternalJWT configures verification of app-signed JWTs: HS256 with
+// Secret, or RS256/ES256/EdDSA with keys from JWKSURL. Either may be set;
+// a token is tried against Nexo's own key first.
+type ExternalJWT struct {
+	// Enabled turns external tokens on.
+	Enabled bool `koanf:"enabled"`
+	// Secret is the HS256 shared secret (>= 32 bytes); empty disables HS256.
+	Secret string `koanf:"secret"`
+	// JWKSURL is where the app publishes its public keys (RS256, ES256,
+	// EdDSA); keys are cached, refreshed every JWKSRefresh and on an
+	// unknown kid (at most once per JWKSMinRefresh).
+	JWKSURL        string        `koanf:"jwks_url"`
+	JWKSRefresh    time.Duration `koanf:"jwks_refresh"`
+	JWKSMinRefresh time.Duration `koanf:"jwks_min_refresh"`
+	// Issuer and Audience, when set, must match iss and aud.
+	Issuer   string `koanf:"issuer"`
+	Audience string `koanf:"audience"`
+	// UserIDClaim and PlatformClaim name the claims holding the user ID and
+	// the platform (an integer, domain.Platform).
+	UserIDClaim   string `koanf:"user_id_claim"`
+	PlatformClaim string `koanf:"platform_claim"`
+	// DefaultPlatform applies when the token has no platform claim; 0
+	// makes the claim required.
+	DefaultPlatform int `koanf:"default_platform"`
+	// AutoCreate creates the user (nickname = user ID) on first use.
+	AutoCreate bool `koanf:"auto_create"`
+	// Leeway tolerates clock skew on exp, nbf and iat.
+	Leeway time.Duration `koanf:"leeway"`
+}
+
+// ServerAPI configures /api/*, the API for the app's backend.
+type ServerAPI struct {
+	// Keys are the accepted secrets (Authorization: apikey <key>); list two
+	// while rotating. Empty disables /api/*.
+	Keys []string `koanf:"keys"`
+}
+
+// Webhooks configures the HTTP callbacks to the app (docs/webhooks.md).
+// An event is sent when its URL (its own, else URL) is non-empty and it is
+// listed in Events.
+type Webhooks struct {
+	// URL receives every enabled event without a URL of its own.
+	URL string `koanf:"url"`
+	// Secret signs each request: X-Nexo-Signature is
+	// "sha256=" + hex(HMAC-SHA256(secret, timestamp + "." + body)), with
+	// X-Nexo-Timestamp in Unix seconds. Required when any event is enabled.
+	Secret string `koanf:"secret"`
+	// Events lists the enabled events: before_send, after_send,
+	// user_online, user_offline, group_changed, offline_push.
+	Events []string `koanf:"events"`
+	// Timeout bounds one asynchronous delivery attempt.
+	Timeout time.Duration `koanf:"timeout"`
+	// MaxAttempts is how often an asynchronous event is tried before it is
+	// dead-lettered; RetryBackoff doubles per attempt up to RetryBackoffMax.
+	MaxAttempts     int           `koanf:"max_attempts"`
+	RetryBackoff    time.Duration `koanf:"retry_backoff"`
+	RetryBackoffMax time.Duration `koanf:"retry_backoff_max"`
+	// Workers is how many deliveries run at once per process.
+	Workers int `koanf:"workers"`
+	// BeforeSend is the synchronous hook that may reject or rewrite a message.
+	BeforeSend BeforeSend `koanf:"before_send"`
+	// Per-event URL overrides.
+	AfterSend    WebhookEvent `koanf:"after_send"`
+	UserOnline   WebhookEvent `koanf:"user_online"`
+	UserOffline  WebhookEvent `koanf:"user_offline"`
+	GroupChanged WebhookEvent `koanf:"group_changed"`
+	// OfflinePush is offline_push's URL: the app's push service.
+	OfflinePush OfflinePush `koanf:"offline_push"`
+}
+
+// WebhookEvent overrides one event's URL.
+type WebhookEvent struct {
+	URL string `koanf:"url"`
+}
+
+// BeforeSend configures the synchronous before_send hook.
+type BeforeSend struct {
+	URL string `koanf:"url"`
+	// Timeout bounds the call; the send waits for it.
+	Timeout time.Duration `koanf:"timeout"`
+	// OnError is what a failed or timed-out call means: allow or reject.
+	OnError string `koanf:"on_error"`
+}
+
+// OfflinePush configures offline_push: one event per recipient with no
+// foreground connection, batched over BatchWait.
+type OfflinePush struct {
+	URL string `koanf:"url"`
+	// BatchWait collects one recipient's messages into one event.
+	BatchWait time.Duration `koanf:"batch_wait"`
+	// Preview is "text" (the start of a text message) or "none".
+	Preview string `koanf:"preview"`
+	// PreviewChars caps the preview, in characters.
+	PreviewChars int `koanf:"preview_chars"`
+}
+
+// Webhook event names (webhooks.events) and before_send's on_error.
+const (
+	EventBeforeSend   = "before_send"
+	EventAfterSend    = "after_send"
+	EventUserOnline   = "user_online"
+	EventUserOffline  = "user_offline"
+	EventGroupChanged = "group_changed"
+	EventOfflinePush  = "offline_push"
+
+	OnErrorAllow  = "allow"
+	OnErrorReject = "reject"
+)
+
+// EventURL returns where event goes: "" when it is not enabled.
+func (w *Webhooks) EventURL(event string) string {
+	enabled := false
+	for _, e := range w.Events {
+		enabled = enabled || e == event
+	}
+	if !enabled {
+		return ""
+	}
+	own := map[string]string{
+		EventBeforeSend: w.BeforeSend.URL, EventAfterSend: w.AfterSend.URL, EventUserOnline: w.UserOnline.URL,
+		EventUserOffline: w.UserOffline.URL, EventGroupChanged: w.GroupChanged.URL, EventOfflinePush: w.OfflinePush.URL,
+	}[event]
+	if own != "" {
+		return own
+	}
+	return w.URL
 }
 
 // Log configures log/slog.
 type Log struct {
 	Level  string `koanf:"level"`
 	Format string `koanf:"format"`
+	// Access logs one line per HTTP request at info level (probes and
+	// scrapes at debug), with its request_id, route, status and duration.
+	Access bool `koanf:"access"`
 }
 
 // WS configures WebSocket sessions.
@@ -102,7 +356,9 @@ type WS struct {
 	CloseUnwritableAfter time.Duration `koanf:"close_unwritable_after"`
 	// LoginPolicy is multi, single_per_platform or single.
 	LoginPolicy string `koanf:"login_policy"`
-	// RateLimit is requests per second per user (token bucket); 0 disables.
+	// RateLimit is requests per second per user (GCRA kept in Redis, shared
+	// by every instance, every WebSocket request and HTTP /msg/send); 0
+	// disables.
 	RateLimit float64 `koanf:"rate_limit"`
 	// RateBurst is the bucket size.
 	RateBurst int `koanf:"rate_burst"`
@@ -126,6 +382,14 @@ type TwoPhase struct {
 	FailOpen bool `koanf:"fail_open"`
 	// IdempotencyTTL is how long Redis remembers (sender_id, client_msg_id).
 	IdempotencyTTL time.Duration `koanf:"idempotency_ttl"`
+	// AcceptReplicas is how many Redis replicas must acknowledge the accept
+	// step's writes (Redis WAIT) before ACK(accepted); 0 waits for none.
+	// Read at start (not reloaded by SIGHUP). docs/pipeline.md says what
+	// ACK(accepted) is worth with each setting.
+	AcceptReplicas int `koanf:"accept_replicas"`
+	// AcceptReplicasTimeout bounds that wait; a send whose writes are not
+	// acknowledged in time is answered server_busy (its retry finds it).
+	AcceptReplicasTimeout time.Duration `koanf:"accept_replicas_timeout"`
 }
 
 // Streams configures the sharded Redis Streams and their consumers.
@@ -144,6 +408,12 @@ type Streams struct {
 	ClaimMinIdle time.Duration `koanf:"claim_min_idle"`
 	// TrimInterval is how often fully acknowledged entries are trimmed.
 	TrimInterval time.Duration `koanf:"trim_interval"`
+	// DeadMaxLen caps each shard's dead-letter stream, in entries; 0: no cap.
+	DeadMaxLen int64 `koanf:"dead_max_len"`
+	// DeadMaxAge drops dead-letter entries older than this; 0: kept.
+	DeadMaxAge time.Duration `koanf:"dead_max_age"`
+	// DeadMaxBodyBytes caps the message body kept in a dead-letter entry.
+	DeadMaxBodyBytes int `koanf:"dead_max_body_bytes"`
 }
 
 // Save configures the save stage.
@@ -173,6 +443,45 @@ type Msg struct {
 	RevokeWindow time.Duration `koanf:"revoke_window"`
 }
 
+// Cluster configures membership and cross-instance routing
+// (docs/cluster.md). One process is a cluster of one; the embedded default
+// always is.
+type Cluster struct {
+	// InstanceID names this process among the instances sharing one Redis:
+	// consumer name in every stream group, presence member, inbox. Unique
+	// per live process; empty means host name + "-" + HTTP port (stable
+	// across restarts of that process).
+	InstanceID string `koanf:"instance_id"`
+	// HeartbeatInterval is how often the instance renews its membership.
+	HeartbeatInterval time.Duration `koanf:"heartbeat_interval"`
+	// InstanceTTL is how long a membership record outlives its last
+	// heartbeat: a crashed instance stops receiving routed pushes, and its
+	// presence entries stop counting, this long after it died.
+	InstanceTTL time.Duration `koanf:"instance_ttl"`
+	// Bus carries pushes and session events between instances: redis
+	// (Redis Streams through watermill-redisstream) or nats (NATS JetStream
+	// through watermill-nats). The embedded default uses an in-process
+	// channel whatever this says.
+	Bus string `koanf:"bus"`
+	// NATSURL is the NATS server when Bus is nats.
+	NATSURL string `koanf:"nats_url"`
+	// InboxMaxAge drops an envelope older than this on arrival (counted);
+	// resend on connect and pull recover what it carried.
+	InboxMaxAge time.Duration `koanf:"inbox_max_age"`
+	// InboxMaxLen caps each inbox stream (approximate, trimmed on publish).
+	InboxMaxLen int64 `koanf:"inbox_max_len"`
+	// DrainDelay keeps serving after SIGTERM, with /readyz answering 503,
+	// this long before the listener closes and connections get close 1012,
+	// so a load balancer takes the instance out first.
+	DrainDelay time.Duration `koanf:"drain_delay"`
+}
+
+// Cluster buses (cluster.bus).
+const (
+	BusRedis = "redis"
+	BusNATS  = "nats"
+)
+
 // Push configures asynchronous pushes of the synchronous path.
 type Push struct {
 	// QueueSize bounds the queue of pushes waiting to be sent; when full a
@@ -195,10 +504,14 @@ type Group struct {
 	// included) a new group needs; two people use single chat.
 	MinCreateMembers int `koanf:"min_create_members"`
 	// InvitePermission is who may invite: "members" (any member) or
-	// "admins" (owner and admins).
+	// "admins" (owner and admins), for groups without their own
+	// invite_permission.
 	InvitePermission string `koanf:"invite_permission"`
 	// MaxIDsPerRequest caps member_ids / user_ids of one request.
 	MaxIDsPerRequest int `koanf:"max_ids_per_request"`
+	// MaxMembers caps a group's active members (creation, joins and
+	// invitations beyond it are refused).
+	MaxMembers int `koanf:"max_members"`
 	// MemberCacheTTL is the lifetime of the Redis member cache
 	// group:members:{group_id}; every membership change invalidates it.
 	MemberCacheTTL time.Duration `koanf:"member_cache_ttl"`
@@ -257,6 +570,77 @@ type Sync struct {
 	// message waits for the save before answering server_busy (the recall
 	// still applies when the message is saved).
 	RevokeWait time.Duration `koanf:"revoke_wait"`
+	// RecvOptCacheTTL bounds how long a process keeps a user's single-chat
+	// recv_msg_opt (no push) settings for the deliver stage, which reads them
+	// for every message without a database query. A change made through
+	// this process applies at once; one made through another process within
+	// this long.
+	RecvOptCacheTTL time.Duration `koanf:"recv_opt_cache_ttl"`
+}
+
+// Metrics configures how the operator routes (/metrics, /debug/pprof) are
+// served (docs/security.md).
+type Metrics struct {
+	// Addr, when set (e.g. 127.0.0.1:9090), serves them on a listener of
+	// their own and no longer on http.addr.
+	Addr string `koanf:"addr"`
+	// Token, when set, is required as "Authorization: Bearer <token>".
+	Token string `koanf:"token"`
+}
+
+// Limits configures the abuse limits kept in Redis and shared by every
+// instance (docs/security.md). A Rate with rate 0 is off.
+type Limits struct {
+	// LoginIP counts every login attempt from one client IP.
+	LoginIP Rate `koanf:"login_ip"`
+	// LoginAccount counts the login attempts on one user_id since its last
+	// successful login (a success clears it).
+	LoginAccount Rate `koanf:"login_account"`
+	// RegisterIP counts the registrations from one client IP.
+	RegisterIP Rate `koanf:"register_ip"`
+	// LoginBackoff makes LoginIP and LoginAccount back off exponentially
+	// on failed logins.
+	LoginBackoff Backoff `koanf:"login_backoff"`
+	// DeadLetters refuses for a while the sends of a user whose messages
+	// keep being dead-lettered.
+	DeadLetters DeadLetters `koanf:"dead_letters"`
+	// GroupInvite counts the users one user adds to groups through
+	// /group/invite and /group/create (each added user is one event; more
+	// than burst at once is refused). The server API is not counted.
+	GroupInvite Rate `koanf:"group_invite"`
+}
+
+// DeadLetters is the repeat-offender limit: Count dead-lettered messages
+// of one sender within about Window (a GCRA: Count at once, then one more
+// per Window/Count) block the sender's sends for Block, on every instance.
+type DeadLetters struct {
+	// Count is how many dead letters block; 0 turns the limit off.
+	Count int `koanf:"count"`
+	// Window is the period the Count is measured over.
+	Window time.Duration `koanf:"window"`
+	// Block is how long a blocked sender's sends are refused
+	// (too_many_requests with retry_after_ms).
+	Block time.Duration `koanf:"block"`
+}
+
+// Backoff doubles a limit's wait with every further failure: past the
+// limit's burst of failures, the next failure waits twice the limit's own
+// wait (period/rate), the next four times, and so on up to Max.
+type Backoff struct {
+	// Max caps the wait; 0 turns the backoff off.
+	Max time.Duration `koanf:"max"`
+	// Window is how long one failure is remembered: each failure adds
+	// Window to the subject's count, which drains in real time (n failures
+	// are forgotten n×Window after the last one). 0 turns the backoff off.
+	Window time.Duration `koanf:"window"`
+}
+
+// Rate is a limit of Rate events per Period with bursts of Burst (GCRA:
+// after the burst, one event per Period/Rate).
+type Rate struct {
+	Rate   int           `koanf:"rate"`
+	Period time.Duration `koanf:"period"`
+	Burst  int           `koanf:"burst"`
 }
 
 // Group push modes (group.push.mode) and invite permissions
@@ -273,18 +657,27 @@ const (
 
 // Embedded reports whether the configuration selects the embedded default
 // (SQLite file and in-process Redis): neither a DSN nor a Redis address set.
-func (c *Config) Embedded() bool { return c.MySQL.DSN == "" && c.Redis.Addr == "" }
+func (c *Config) Embedded() bool { return c.MySQL.DSN == "" && len(c.Redis.Addresses()) == 0 }
 
 // Default returns the configuration with every default filled in.
 func Default() Config {
 	return Config{
-		HTTP:   HTTP{Addr: ":8080", ShutdownTimeout: 10 * time.Second, MaxBodyBytes: 1 << 20},
+		HTTP: HTTP{Addr: ":8080", ShutdownTimeout: 10 * time.Second, MaxBodyBytes: 1 << 20,
+			ReadHeaderTimeout: 10 * time.Second, IdleTimeout: time.Minute, MaxConns: 50000, MaxConnsPerIP: 1000,
+			CORS: CORS{
+				AllowedMethods: []string{"GET", "POST", "PUT", "DELETE", "OPTIONS"},
+				AllowedHeaders: []string{"Authorization", "Content-Type", "token", "operationID"},
+				MaxAge:         10 * time.Minute,
+			}},
 		MySQL:  MySQL{MaxOpenConns: 32, MaxIdleConns: 16, ConnMaxLifetime: time.Hour},
 		SQLite: SQLite{Path: "./data/nexo.db"},
-		Redis:  Redis{PoolSize: 64, KeyPrefix: "nexo"},
+		Redis:  Redis{Mode: RedisStandalone, PoolSize: 64, KeyPrefix: "nexo", MemoryDegradedRatio: 0.9},
 		JWT:    JWT{TTL: 24 * time.Hour, Issuer: "nexo"},
-		Auth:   Auth{BcryptCost: 10},
-		Log:    Log{Level: "info", Format: "text"},
+		Auth: Auth{BcryptCost: 10, HashWait: 2 * time.Second, ExternalJWT: ExternalJWT{
+			JWKSRefresh: 15 * time.Minute, JWKSMinRefresh: 10 * time.Second,
+			UserIDClaim: "sub", PlatformClaim: "platform_id", Leeway: 30 * time.Second,
+		}},
+		Log: Log{Level: "info", Format: "text", Access: true},
 		WS: WS{
 			ReadLimit: 64 << 10, WriteTimeout: 10 * time.Second,
 			PingInterval: 25 * time.Second, PongWait: 60 * time.Second,
@@ -292,10 +685,12 @@ func Default() Config {
 			LoginPolicy: "single_per_platform", RateLimit: 100, RateBurst: 200,
 			PresenceTTL: 60 * time.Second,
 		},
-		TwoPhase: TwoPhase{Enabled: true, DeliverBeforeSaved: false, FailOpen: true, IdempotencyTTL: 24 * time.Hour},
+		TwoPhase: TwoPhase{Enabled: true, DeliverBeforeSaved: false, FailOpen: true, IdempotencyTTL: 24 * time.Hour,
+			AcceptReplicasTimeout: 100 * time.Millisecond},
 		Streams: Streams{
 			Shards: 8, ReadCount: 256, Block: 2 * time.Second,
 			ClaimMinIdle: 5 * time.Second, TrimInterval: 5 * time.Second,
+			DeadMaxLen: 10000, DeadMaxAge: 7 * 24 * time.Hour, DeadMaxBodyBytes: 1024,
 		},
 		Save: Save{
 			BatchSize: 256, BatchWait: 2 * time.Millisecond, MaxAttempts: 8,
@@ -305,7 +700,7 @@ func Default() Config {
 		Msg:  Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute},
 		Push: Push{QueueSize: 65536, Workers: 4},
 		Group: Group{
-			MinCreateMembers: 3, InvitePermission: InviteByMembers, MaxIDsPerRequest: 2000,
+			MinCreateMembers: 3, InvitePermission: InviteByMembers, MaxIDsPerRequest: 2000, MaxMembers: 10_000,
 			MemberCacheTTL: 5 * time.Minute, LocalCacheTTL: 30 * time.Second, LocalCacheSize: 10000,
 			LockTTL: 10 * time.Second, LockWait: 5 * time.Second,
 			Push: GroupPush{
@@ -313,10 +708,27 @@ func Default() Config {
 				NotifyMaxOnlineUser: 2000, HugeGroupNoNotifySize: 10000, Workers: 8,
 			},
 		},
+		Cluster: Cluster{
+			HeartbeatInterval: time.Second, InstanceTTL: 3 * time.Second, Bus: BusRedis,
+			NATSURL: "nats://127.0.0.1:4222", InboxMaxAge: 30 * time.Second, InboxMaxLen: 100000,
+		},
 		Sync: Sync{
 			CursorFlushInterval: 50 * time.Millisecond, ResendSingleMax: 200, ResendGroupMax: 200,
 			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 200,
-			RevokeWait: 3 * time.Second,
+			RevokeWait: 3 * time.Second, RecvOptCacheTTL: 5 * time.Second,
+		},
+		Webhooks: Webhooks{
+			Timeout: 5 * time.Second, MaxAttempts: 8, RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, Workers: 16,
+			BeforeSend:  BeforeSend{Timeout: 2 * time.Second, OnError: OnErrorAllow},
+			OfflinePush: OfflinePush{BatchWait: 500 * time.Millisecond, Preview: "text", PreviewChars: 100},
+		},
+		Limits: Limits{
+			LoginIP:      Rate{Rate: 30, Period: time.Minute, Burst: 30},
+			LoginAccount: Rate{Rate: 5, Period: time.Minute, Burst: 5},
+			LoginBackoff: Backoff{Max: 15 * time.Minute, Window: 10 * time.Minute},
+			DeadLetters:  DeadLetters{Count: 10, Window: 10 * time.Minute, Block: 10 * time.Minute},
+			RegisterIP:   Rate{Rate: 20, Period: time.Hour, Burst: 20},
+			GroupInvite:  Rate{Rate: 500, Period: time.Hour, Burst: 500},
 		},
 	}
 }

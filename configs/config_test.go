@@ -31,6 +31,19 @@ func TestSampleYAMLDocumentsEveryKeyWithItsDefault(t *testing.T) {
 		t.Errorf("allowed_origins = %v", cfg.WS.AllowedOrigins)
 	}
 	cfg.WS.AllowedOrigins = nil // [] in YAML, nil in Default()
+	if len(cfg.Redis.Addrs) != 0 {
+		t.Errorf("redis.addrs = %v", cfg.Redis.Addrs)
+	}
+	cfg.Redis.Addrs = nil
+	for _, l := range []*[]string{&cfg.HTTP.CORS.AllowedOrigins, &cfg.ServerAPI.Keys, &cfg.Webhooks.Events} {
+		if len(*l) == 0 {
+			*l = nil
+		}
+	}
+	if len(cfg.HTTP.TrustedProxies) != 0 {
+		t.Errorf("trusted_proxies = %v", cfg.HTTP.TrustedProxies)
+	}
+	cfg.HTTP.TrustedProxies = nil
 	if want := Default(); !reflect.DeepEqual(cfg, want) {
 		t.Errorf("nexo.yaml values differ from Default():\n got %+v\nwant %+v", cfg, want)
 	}
@@ -122,5 +135,50 @@ func TestSecretRequiredOutsideEmbedded(t *testing.T) {
 	cfg, err = Load("", []string{})
 	if err != nil || !cfg.Embedded() {
 		t.Fatalf("embedded default refused: %v", err)
+	}
+}
+
+func TestRedisModes(t *testing.T) {
+	base := []string{"NEXO_MYSQL_DSN=x", "NEXO_JWT_SECRET=" + strings.Repeat("s", MinJWTSecretLen)}
+	ok := []struct {
+		env   []string
+		mode  string
+		addrs []string
+	}{
+		{[]string{"NEXO_REDIS_ADDR=r:6379"}, RedisStandalone, []string{"r:6379"}},
+		{[]string{"NEXO_REDIS_ADDRS=r:6379"}, RedisStandalone, []string{"r:6379"}},
+		{[]string{"NEXO_REDIS_MODE=cluster", "NEXO_REDIS_ADDRS=a:7000,b:7001, c:7002"}, RedisCluster, []string{"a:7000", "b:7001", "c:7002"}},
+		{[]string{"NEXO_REDIS_MODE=sentinel", "NEXO_REDIS_ADDRS=s1:26379,s2:26379", "NEXO_REDIS_MASTER_NAME=nexo",
+			"NEXO_REDIS_SENTINEL_PASSWORD=p", "NEXO_REDIS_TLS_ENABLED=true", "NEXO_REDIS_TLS_SERVER_NAME=redis.internal"},
+			RedisSentinel, []string{"s1:26379", "s2:26379"}},
+	}
+	for _, c := range ok {
+		cfg, err := Load("", append(c.env, base...))
+		if err != nil {
+			t.Errorf("%v: %v", c.env, err)
+			continue
+		}
+		if cfg.Redis.Mode != c.mode || !reflect.DeepEqual(cfg.Redis.Addresses(), c.addrs) || cfg.Embedded() {
+			t.Errorf("%v: mode %q addrs %q embedded %v", c.env, cfg.Redis.Mode, cfg.Redis.Addresses(), cfg.Embedded())
+		}
+	}
+	bad := []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"NEXO_REDIS_MODE=replica", "NEXO_REDIS_ADDR=r:1"}, "NEXO_REDIS_MODE): allowed: standalone, cluster, sentinel"},
+		{[]string{"NEXO_REDIS_MODE=cluster"}, "redis.addrs (NEXO_REDIS_ADDRS): must list"},
+		{[]string{"NEXO_REDIS_MODE=cluster", "NEXO_REDIS_ADDR=r:1"}, "redis.addr (NEXO_REDIS_ADDR): only for redis.mode standalone"},
+		{[]string{"NEXO_REDIS_MODE=cluster", "NEXO_REDIS_ADDRS=a:1,nope"}, "redis.addrs (NEXO_REDIS_ADDRS): [\"a:1\" \"nope\"]: every entry"},
+		{[]string{"NEXO_REDIS_MODE=cluster", "NEXO_REDIS_ADDRS=a:1", "NEXO_REDIS_DB=2"}, "redis.db"},
+		{[]string{"NEXO_REDIS_MODE=sentinel", "NEXO_REDIS_ADDRS=a:1"}, "redis.master_name (NEXO_REDIS_MASTER_NAME)"},
+		{[]string{"NEXO_REDIS_ADDRS=a:1,b:2"}, "standalone takes one server"},
+		{[]string{"NEXO_REDIS_ADDR=a:1", "NEXO_REDIS_TLS_CA_FILE=/ca.pem"}, "redis.tls.enabled (NEXO_REDIS_TLS_ENABLED)"},
+	}
+	for _, c := range bad {
+		_, err := Load("", append(c.env, base...))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: error %v, want %q", c.env, err, c.want)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package configs
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -17,8 +18,9 @@ const (
 	LoginSingle            = "single"
 )
 
-// Validate checks every value; the first problem is returned as an error that
-// names the key, its environment variable and the allowed values.
+// Validate checks every value and reports every problem at once: the error
+// joins (errors.Join) one error per failing key, each naming the key, its
+// environment variable and the allowed values, in the order of the checks.
 func (c *Config) Validate() error {
 	checks := []struct {
 		ok       bool
@@ -27,11 +29,23 @@ func (c *Config) Validate() error {
 		{validAddr(c.HTTP.Addr), "http.addr", fmt.Sprintf("%q is not host:port (e.g. :8080)", c.HTTP.Addr)},
 		{c.HTTP.ShutdownTimeout > 0, "http.shutdown_timeout", "must be > 0"},
 		{c.HTTP.MaxBodyBytes >= 1024, "http.max_body_bytes", "must be >= 1024"},
-		{(c.MySQL.DSN == "") == (c.Redis.Addr == ""), "mysql.dsn", "set both mysql.dsn and redis.addr, or neither (the embedded default)"},
 		{c.MySQL.MaxOpenConns >= 1, "mysql.max_open_conns", "must be >= 1"},
 		{c.MySQL.MaxIdleConns >= 0, "mysql.max_idle_conns", "must be >= 0"},
 		{c.SQLite.Path != "", "sqlite.path", "must not be empty"},
 		{c.Redis.Addr == "" || validAddr(c.Redis.Addr), "redis.addr", fmt.Sprintf("%q is not host:port", c.Redis.Addr)},
+		{oneOf(c.Redis.Mode, RedisStandalone, RedisCluster, RedisSentinel), "redis.mode", "allowed: standalone, cluster, sentinel"},
+		{allAddrs(c.Redis.Addrs), "redis.addrs", fmt.Sprintf("%q: every entry must be host:port", c.Redis.Addrs)},
+		{c.Redis.Mode != RedisStandalone || len(c.Redis.Addrs) <= 1 && (c.Redis.Addr == "" || len(c.Redis.Addrs) == 0),
+			"redis.addrs", "standalone takes one server: set redis.addr (or a single redis.addrs entry), not both"},
+		{c.Redis.Mode == RedisStandalone || c.Redis.Addr == "", "redis.addr",
+			"only for redis.mode standalone; cluster and sentinel take redis.addrs"},
+		{c.Redis.Mode == RedisStandalone || len(c.Redis.Addrs) > 0, "redis.addrs",
+			"must list the cluster seed nodes or the sentinels when redis.mode is " + c.Redis.Mode},
+		{c.Redis.Mode != RedisSentinel || c.Redis.MasterName != "", "redis.master_name", "must be set when redis.mode is sentinel"},
+		{c.Redis.Mode != RedisCluster || c.Redis.DB == 0, "redis.db", "must be 0 when redis.mode is cluster (Redis Cluster has one database)"},
+		{c.Redis.TLS.Enabled || c.Redis.TLS.CAFile == "" && c.Redis.TLS.ServerName == "", "redis.tls.enabled",
+			"must be true when redis.tls.ca_file or redis.tls.server_name is set"},
+		{(c.MySQL.DSN == "") == (len(c.Redis.Addresses()) == 0), "mysql.dsn", "set both mysql.dsn and redis.addr (or redis.addrs), or neither (the embedded default)"},
 		{c.Redis.PoolSize >= 1, "redis.pool_size", "must be >= 1"},
 		{c.Redis.DB >= 0 && c.Redis.DB <= 15, "redis.db", "must be 0–15"},
 		{c.Redis.KeyPrefix != "" && !strings.ContainsAny(c.Redis.KeyPrefix, "{} "), "redis.key_prefix", "must be non-empty, without braces or spaces"},
@@ -39,6 +53,17 @@ func (c *Config) Validate() error {
 			fmt.Sprintf("must be at least %d bytes (only the embedded default may leave it empty)", MinJWTSecretLen)},
 		{c.JWT.TTL >= time.Minute, "jwt.ttl", "must be >= 1m"},
 		{c.Auth.BcryptCost >= 4 && c.Auth.BcryptCost <= 31, "auth.bcrypt_cost", "must be 4–31"},
+		{c.Redis.MemoryDegradedRatio >= 0 && c.Redis.MemoryDegradedRatio <= 1, "redis.memory_degraded_ratio", "must be 0–1 (0 turns the check off)"},
+		{c.Auth.HashConcurrency >= 0, "auth.hash_concurrency", "must be >= 0 (0: half the CPUs)"},
+		{c.Auth.HashWait > 0, "auth.hash_wait", "must be > 0"},
+		{c.Metrics.Addr == "" || validAddr(c.Metrics.Addr), "metrics.addr", fmt.Sprintf("%q is not host:port (e.g. 127.0.0.1:9090)", c.Metrics.Addr)},
+		{c.Metrics.Addr == "" || c.Metrics.Addr != c.HTTP.Addr, "metrics.addr", "must differ from http.addr"},
+		{c.Metrics.Token == "" || len(c.Metrics.Token) >= 16, "metrics.token", "must be at least 16 characters (or empty)"},
+		{c.HTTP.ReadHeaderTimeout >= 0, "http.read_header_timeout", "must be >= 0 (0 disables)"},
+		{c.HTTP.IdleTimeout >= 0, "http.idle_timeout", "must be >= 0"},
+		{c.HTTP.MaxConns >= 0, "http.max_conns", "must be >= 0 (0: no cap)"},
+		{c.HTTP.MaxConnsPerIP >= 0, "http.max_conns_per_ip", "must be >= 0 (0: no cap)"},
+		{validCIDRs(c.HTTP.TrustedProxies), "http.trusted_proxies", "must be CIDRs (e.g. 10.0.0.0/8) or IP addresses"},
 		{oneOf(c.Log.Level, "debug", "info", "warn", "error"), "log.level", "allowed: debug, info, warn, error"},
 		{oneOf(c.Log.Format, "text", "json"), "log.format", "allowed: text, json"},
 		{c.WS.ReadLimit >= 1024, "ws.read_limit", "must be >= 1024 bytes"},
@@ -53,11 +78,17 @@ func (c *Config) Validate() error {
 		{c.WS.RateLimit == 0 || c.WS.RateBurst >= 1, "ws.rate_burst", "must be >= 1 when ws.rate_limit > 0"},
 		{c.WS.PresenceTTL >= time.Second, "ws.presence_ttl", "must be >= 1s"},
 		{c.TwoPhase.IdempotencyTTL >= time.Minute, "two_phase.idempotency_ttl", "must be >= 1m"},
+		{c.TwoPhase.AcceptReplicas >= 0 && c.TwoPhase.AcceptReplicas <= 5, "two_phase.accept_replicas", "must be 0–5"},
+		{c.TwoPhase.AcceptReplicasTimeout >= time.Millisecond && c.TwoPhase.AcceptReplicasTimeout <= 10*time.Second,
+			"two_phase.accept_replicas_timeout", "must be 1ms–10s"},
 		{c.Streams.Shards >= 1 && c.Streams.Shards <= 1024, "streams.shards", "must be 1–1024"},
 		{c.Streams.ReadCount >= 1, "streams.read_count", "must be >= 1"},
 		{c.Streams.Block >= 10*time.Millisecond, "streams.block", "must be >= 10ms"},
 		{c.Streams.ClaimMinIdle >= 100*time.Millisecond && c.Streams.ClaimMinIdle <= 5*time.Minute, "streams.claim_min_idle", "must be 100ms–5m"},
 		{c.Streams.TrimInterval > 0, "streams.trim_interval", "must be > 0"},
+		{c.Streams.DeadMaxLen >= 0, "streams.dead_max_len", "must be >= 0 (0: no cap)"},
+		{c.Streams.DeadMaxAge >= 0, "streams.dead_max_age", "must be >= 0 (0: kept)"},
+		{c.Streams.DeadMaxBodyBytes >= 64, "streams.dead_max_body_bytes", "must be >= 64"},
 		{c.Save.BatchSize >= 1 && c.Save.BatchSize <= 5000, "save.batch_size", "must be 1–5000"},
 		{c.Save.BatchWait >= 0, "save.batch_wait", "must be >= 0"},
 		{c.Save.MaxAttempts >= 1, "save.max_attempts", "must be >= 1"},
@@ -70,6 +101,7 @@ func (c *Config) Validate() error {
 		{c.Group.MinCreateMembers >= 2, "group.min_create_members", "must be >= 2"},
 		{oneOf(c.Group.InvitePermission, InviteByMembers, InviteByAdmins), "group.invite_permission", "allowed: members, admins"},
 		{c.Group.MaxIDsPerRequest >= c.Group.MinCreateMembers, "group.max_ids_per_request", "must be >= group.min_create_members"},
+		{c.Group.MaxMembers >= c.Group.MinCreateMembers, "group.max_members", "must be >= group.min_create_members"},
 		{c.Group.MemberCacheTTL >= time.Second, "group.member_cache_ttl", "must be >= 1s"},
 		{c.Group.LocalCacheTTL >= 0, "group.local_cache_ttl", "must be >= 0 (0 keeps nothing locally)"},
 		{c.Group.LocalCacheSize >= 1, "group.local_cache_size", "must be >= 1"},
@@ -88,18 +120,131 @@ func (c *Config) Validate() error {
 		{c.Sync.ResendConcurrency >= 1, "sync.resend_concurrency", "must be >= 1"},
 		{c.Sync.GroupReceiptMaxMembers >= 0, "sync.group_receipt_max_members", "must be >= 0 (0 turns group read receipts off)"},
 		{c.Sync.RevokeWait >= 0, "sync.revoke_wait", "must be >= 0"},
+		{c.Sync.RecvOptCacheTTL >= 100*time.Millisecond && c.Sync.RecvOptCacheTTL <= time.Minute, "sync.recv_opt_cache_ttl", "must be 100ms–1m"},
+		{c.Cluster.InstanceID == "" || validInstanceID(c.Cluster.InstanceID), "cluster.instance_id", "must be 1–64 characters of A-Z a-z 0-9 . _ - (empty: host name + HTTP port)"},
+		{c.Cluster.HeartbeatInterval >= 50*time.Millisecond, "cluster.heartbeat_interval", "must be >= 50ms"},
+		{c.Cluster.InstanceTTL >= 2*c.Cluster.HeartbeatInterval, "cluster.instance_ttl", "must be >= 2 × cluster.heartbeat_interval"},
+		{oneOf(c.Cluster.Bus, BusRedis, BusNATS), "cluster.bus", "allowed: redis, nats"},
+		{c.Cluster.Bus != BusNATS || c.Cluster.NATSURL != "", "cluster.nats_url", "is required when cluster.bus is nats"},
+		{c.Cluster.InboxMaxAge >= time.Second, "cluster.inbox_max_age", "must be >= 1s"},
+		{c.Cluster.InboxMaxLen >= 1000, "cluster.inbox_max_len", "must be >= 1000"},
+		{c.HTTP.CORS.MaxAge >= 0, "http.cors.max_age", "must be >= 0"},
+		{oneOf(c.Auth.Registration, "", RegistrationOpen, RegistrationClosed), "auth.registration", "allowed: open, closed (empty: closed when server_api.keys is set)"},
+		{allLen(c.ServerAPI.Keys, 16), "server_api.keys", "each key must be at least 16 characters"},
+		{!c.Auth.ExternalJWT.Enabled || c.Auth.ExternalJWT.Secret != "" || c.Auth.ExternalJWT.JWKSURL != "", "auth.external_jwt.enabled",
+			"needs auth.external_jwt.secret (HS256) or auth.external_jwt.jwks_url"},
+		{c.Auth.ExternalJWT.Secret == "" || len(c.Auth.ExternalJWT.Secret) >= MinJWTSecretLen, "auth.external_jwt.secret",
+			fmt.Sprintf("must be at least %d bytes", MinJWTSecretLen)},
+		{c.Auth.ExternalJWT.JWKSURL == "" || strings.HasPrefix(c.Auth.ExternalJWT.JWKSURL, "https://") || strings.HasPrefix(c.Auth.ExternalJWT.JWKSURL, "http://"),
+			"auth.external_jwt.jwks_url", "must be an http(s) URL"},
+		{c.Auth.ExternalJWT.JWKSRefresh >= time.Second, "auth.external_jwt.jwks_refresh", "must be >= 1s"},
+		{c.Auth.ExternalJWT.JWKSMinRefresh >= 0 && c.Auth.ExternalJWT.JWKSMinRefresh <= c.Auth.ExternalJWT.JWKSRefresh, "auth.external_jwt.jwks_min_refresh", "must be 0..auth.external_jwt.jwks_refresh"},
+		{c.Auth.ExternalJWT.UserIDClaim != "", "auth.external_jwt.user_id_claim", "must not be empty"},
+		{c.Auth.ExternalJWT.PlatformClaim != "", "auth.external_jwt.platform_claim", "must not be empty"},
+		{c.Auth.ExternalJWT.DefaultPlatform >= 0 && c.Auth.ExternalJWT.DefaultPlatform <= 9, "auth.external_jwt.default_platform", "must be 0 (claim required) or a platform id 1–9"},
+		{c.Auth.ExternalJWT.Leeway >= 0, "auth.external_jwt.leeway", "must be >= 0"},
+		{knownEvents(c.Webhooks.Events), "webhooks.events", "allowed: before_send, after_send, user_online, user_offline, group_changed, offline_push"},
+		{len(c.Webhooks.Events) == 0 || len(c.Webhooks.Secret) >= 16, "webhooks.secret", "must be at least 16 characters when webhooks.events is set"},
+		{eventsHaveURLs(&c.Webhooks), "webhooks.url", "every event in webhooks.events needs webhooks.url or its own url"},
+		{c.Webhooks.Timeout > 0, "webhooks.timeout", "must be > 0"},
+		{c.Webhooks.MaxAttempts >= 1, "webhooks.max_attempts", "must be >= 1"},
+		{c.Webhooks.RetryBackoff > 0 && c.Webhooks.RetryBackoffMax >= c.Webhooks.RetryBackoff, "webhooks.retry_backoff", "must be > 0 and <= webhooks.retry_backoff_max"},
+		{c.Webhooks.Workers >= 1, "webhooks.workers", "must be >= 1"},
+		{c.Webhooks.BeforeSend.Timeout > 0, "webhooks.before_send.timeout", "must be > 0"},
+		{oneOf(c.Webhooks.BeforeSend.OnError, OnErrorAllow, OnErrorReject), "webhooks.before_send.on_error", "allowed: allow, reject"},
+		{c.Webhooks.OfflinePush.BatchWait >= 0, "webhooks.offline_push.batch_wait", "must be >= 0"},
+		{oneOf(c.Webhooks.OfflinePush.Preview, "text", "none"), "webhooks.offline_push.preview", "allowed: text, none"},
+		{c.Webhooks.OfflinePush.PreviewChars >= 1, "webhooks.offline_push.preview_chars", "must be >= 1"},
+		{c.Cluster.DrainDelay >= 0 && c.Cluster.DrainDelay < c.HTTP.ShutdownTimeout, "cluster.drain_delay", "must be >= 0 and below http.shutdown_timeout"},
+		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
+		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
+		{c.Limits.DeadLetters.Count == 0 || c.Limits.DeadLetters.Count > 0 && c.Limits.DeadLetters.Window > 0 && c.Limits.DeadLetters.Block > 0,
+			"limits.dead_letters.count", "must be >= 0 (0 disables); with count > 0, window and block must be > 0"},
 	}
+	for _, l := range []struct {
+		key string
+		r   Rate
+	}{{"limits.login_ip", c.Limits.LoginIP}, {"limits.login_account", c.Limits.LoginAccount}, {"limits.register_ip", c.Limits.RegisterIP},
+		{"limits.group_invite", c.Limits.GroupInvite}} {
+		checks = append(checks, struct {
+			ok       bool
+			key, msg string
+		}{l.r.Rate == 0 || l.r.Rate > 0 && l.r.Period > 0 && l.r.Burst >= 1, l.key + ".rate",
+			"rate must be >= 0 (0 disables); with rate > 0, period must be > 0 and burst >= 1"})
+	}
+	var errs []error
 	for _, ch := range checks {
 		if !ch.ok {
-			return errKey{ch.key, ch.msg}
+			errs = append(errs, errKey{ch.key, ch.msg})
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// validInstanceID allows what is safe in a Redis key, a NATS stream name
+// and a stream consumer name.
+func validInstanceID(id string) bool {
+	if len(id) > 64 {
+		return false
+	}
+	for _, r := range id {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-'
+		if !ok {
+			return false
+		}
+	}
+	return id != ""
+}
+
+// validCIDRs reports whether every entry is a CIDR or a bare IP address.
+func validCIDRs(list []string) bool {
+	for _, s := range list {
+		if _, _, err := net.ParseCIDR(s); err != nil && net.ParseIP(s) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func allLen(vs []string, n int) bool {
+	for _, v := range vs {
+		if len(v) < n {
+			return false
+		}
+	}
+	return true
+}
+
+func knownEvents(events []string) bool {
+	for _, e := range events {
+		if !oneOf(e, EventBeforeSend, EventAfterSend, EventUserOnline, EventUserOffline, EventGroupChanged, EventOfflinePush) {
+			return false
+		}
+	}
+	return true
+}
+
+func eventsHaveURLs(w *Webhooks) bool {
+	for _, e := range w.Events {
+		if w.EventURL(e) == "" {
+			return false
+		}
+	}
+	return true
 }
 
 func validAddr(a string) bool {
 	_, port, err := net.SplitHostPort(a)
 	return err == nil && port != ""
+}
+
+func allAddrs(addrs []string) bool {
+	for _, a := range addrs {
+		if !validAddr(a) {
+			return false
+		}
+	}
+	return true
 }
 
 func oneOf(v string, allowed ...string) bool {

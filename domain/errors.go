@@ -13,6 +13,10 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrUserNotFound: no such user.
 	ErrUserNotFound = errors.New("user not found")
+	// ErrUserDisabled: the app disabled the user (server API).
+	ErrUserDisabled = errors.New("user disabled")
+	// ErrMessageRejected: the app's before_send webhook refused the message.
+	ErrMessageRejected = errors.New("message rejected")
 	// ErrUserExists: the user_id is taken.
 	ErrUserExists = errors.New("user already exists")
 	// ErrDuplicate: a unique key rejected a row (MySQL 1062, SQLite UNIQUE).

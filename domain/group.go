@@ -40,8 +40,11 @@ type Group struct {
 	OwnerUserID   string
 	GroupType     int
 	JoinPolicy    string
-	CreatedAt     int64
-	UpdatedAt     int64
+	// InvitePermission is who may add others: "members", "admins", or ""
+	// for the server's group.invite_permission.
+	InvitePermission string
+	CreatedAt        int64
+	UpdatedAt        int64
 }
 
 // GroupMember is one user's membership. JoinSeq is the first seq the member
@@ -54,4 +57,29 @@ type GroupMember struct {
 	JoinSeq       int64
 	JoinedAt      int64
 	InviterUserID string
+}
+
+// ApplicationStatus is where a join application of an approval group
+// stands (OpenIM's handle_result: 0 pending, 1 accepted, -1 rejected).
+type ApplicationStatus int
+
+// Application statuses.
+const (
+	ApplicationPending  ApplicationStatus = 0
+	ApplicationAccepted ApplicationStatus = 1
+	ApplicationRejected ApplicationStatus = -1
+)
+
+// GroupApplication is a user's request to join a group whose join policy
+// is approval; the owner or an admin accepts or rejects it. Times are Unix
+// milliseconds; HandledAt is 0 while pending.
+type GroupApplication struct {
+	ID            int64
+	GroupID       string
+	UserID        string
+	ReqMsg        string
+	Status        ApplicationStatus
+	HandlerUserID string
+	CreatedAt     int64
+	HandledAt     int64
 }

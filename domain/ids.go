@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -133,3 +134,32 @@ const (
 
 // Valid reports whether p is one of OpenIM's platform numbers (1–10).
 func (p Platform) Valid() bool { return p >= PlatformIOS && p <= PlatformAdmin }
+
+// reservedUserIDs are user IDs nobody may register, compared without
+// letter case: "all" is the @all keyword of at_user_ids, the others are
+// names a client or an operator could mistake for the server or everyone.
+var reservedUserIDs = map[string]bool{
+	"all": true, "everyone": true, "here": true, "channel": true,
+	"system": true, "sys": true, "admin": true, "administrator": true, "root": true,
+	"nexo": true, "server": true, "bot": true, "null": true, "undefined": true, "me": true,
+}
+
+// IsReservedUserID reports whether id is reserved (ReservedUserIDs), in any
+// letter case.
+func IsReservedUserID(id string) bool { return reservedUserIDs[NormalizeUserID(id)] }
+
+// ReservedUserIDs returns the reserved user IDs (lower case, sorted), for
+// documentation and tests.
+func ReservedUserIDs() []string {
+	out := make([]string, 0, len(reservedUserIDs))
+	for id := range reservedUserIDs {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// NormalizeUserID is the form user IDs are unique on: lower case. IDs are
+// stored and shown as registered ("Alice"), but "alice" cannot register
+// beside it.
+func NormalizeUserID(id string) string { return strings.ToLower(id) }

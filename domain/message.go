@@ -1,5 +1,7 @@
 package domain
 
+import "strings"
+
 // MsgType is a message's content type, with OpenIM's numbers.
 type MsgType int
 
@@ -91,4 +93,17 @@ func (m *Message) SingleRecipients() []string {
 		return []string{m.SenderID}
 	}
 	return []string{m.RecvID, m.SenderID}
+}
+
+// SystemClientMsgIDPrefix starts the client_msg_id of every message the
+// server sends itself (group notifications "sys:<server_msg_id>", recall
+// notices "sys:revoke:<server_msg_id>"). Clients may not use it, in any
+// letter case (a case-insensitive collation would make "SYS:" collide):
+// otherwise a sender could take a notice's idempotency key first and
+// suppress the notice.
+const SystemClientMsgIDPrefix = "sys:"
+
+// IsReservedClientMsgID reports whether id is in the server's namespace.
+func IsReservedClientMsgID(id string) bool {
+	return len(id) >= len(SystemClientMsgIDPrefix) && strings.EqualFold(id[:len(SystemClientMsgIDPrefix)], SystemClientMsgIDPrefix)
 }

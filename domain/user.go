@@ -6,8 +6,10 @@ type User struct {
 	Nickname     string
 	Avatar       string
 	PasswordHash string
-	CreatedAt    int64
-	UpdatedAt    int64
+	// Disabled users cannot log in or get tokens (server API).
+	Disabled  bool
+	CreatedAt int64
+	UpdatedAt int64
 }
 
 // Field limits shared by validation and the schema.

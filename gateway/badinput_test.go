@@ -39,10 +39,16 @@ func (e *env) snapshot(t *testing.T) snapshot {
 		}
 		s.users = append(s.users, u)
 	}
-	// A large COUNT: the shared Redis may hold many other keys.
-	iter := e.rdb.Scan(ctx, 0, e.keys.Prefix+":*", 10000).Iterator()
-	for iter.Next(ctx) {
-		s.tokens[iter.Val()] = e.rdb.Get(ctx, iter.Val()).Val()
+	// The token record of every user on every platform, read by key: a SCAN
+	// of the shared Redis (hundreds of thousands of keys from other tests)
+	// took minutes on a busy machine.
+	for _, u := range s.users {
+		for p := domain.PlatformIOS; p <= domain.PlatformAdmin; p++ {
+			key := e.keys.Token(u.ID, int(p))
+			if v, err := e.rdb.Get(ctx, key).Result(); err == nil {
+				s.tokens[key] = v
+			}
+		}
 	}
 	return s
 }
@@ -90,20 +96,20 @@ func TestBadInput(t *testing.T) {
 		{"register syntax error", "POST", "/user/register", `{"nickname" "x"}`, "", wire.ReasonBadRequest, "body"},
 		{"register array", "POST", "/user/register", `[{"nickname":"x"}]`, "", wire.ReasonBadRequest, "body"},
 		{"register null", "POST", "/user/register", `null`, "", wire.ReasonBadRequest, "body"},
-		{"register trailing data", "POST", "/user/register", `{"nickname":"x","password":"12345678"} {}`, "", wire.ReasonBadRequest, "body"},
-		{"register unknown field", "POST", "/user/register", `{"nick":"x","nickname":"x","password":"12345678"}`, "", wire.ReasonBadRequest, "nick"},
-		{"register too long body", "POST", "/user/register", reg(`"nickname":"x","password":"12345678","avatar":"` + strings.Repeat("a", testMaxBody) + `"`), "", wire.ReasonBodyTooLong, ""},
+		{"register trailing data", "POST", "/user/register", `{"nickname":"x","password":"plum-tart-9"} {}`, "", wire.ReasonBadRequest, "body"},
+		{"register unknown field", "POST", "/user/register", `{"nick":"x","nickname":"x","password":"plum-tart-9"}`, "", wire.ReasonBadRequest, "nick"},
+		{"register too long body", "POST", "/user/register", reg(`"nickname":"x","password":"plum-tart-9","avatar":"` + strings.Repeat("a", testMaxBody) + `"`), "", wire.ReasonBodyTooLong, ""},
 		// Register: fields.
-		{"register no nickname", "POST", "/user/register", `{"password":"12345678"}`, "", wire.ReasonBadRequest, "nickname"},
-		{"register empty nickname", "POST", "/user/register", `{"nickname":"","password":"12345678"}`, "", wire.ReasonBadRequest, "nickname"},
+		{"register no nickname", "POST", "/user/register", `{"password":"plum-tart-9"}`, "", wire.ReasonBadRequest, "nickname"},
+		{"register empty nickname", "POST", "/user/register", `{"nickname":"","password":"plum-tart-9"}`, "", wire.ReasonBadRequest, "nickname"},
 		{"register no password", "POST", "/user/register", `{"nickname":"x"}`, "", wire.ReasonBadRequest, "password"},
 		{"register short password", "POST", "/user/register", `{"nickname":"x","password":"1234567"}`, "", wire.ReasonBadRequest, "password"},
 		{"register long password", "POST", "/user/register", reg(`"nickname":"x","password":"` + long(domain.MaxPasswordLen+1) + `"`), "", wire.ReasonBadRequest, "password"},
-		{"register long nickname", "POST", "/user/register", reg(`"nickname":"` + long(domain.MaxNicknameLen+1) + `","password":"12345678"`), "", wire.ReasonBadRequest, "nickname"},
-		{"register long avatar", "POST", "/user/register", reg(`"nickname":"x","password":"12345678","avatar":"` + long(domain.MaxAvatarLen+1) + `"`), "", wire.ReasonBadRequest, "avatar"},
-		{"register bad user_id", "POST", "/user/register", `{"user_id":"a b","nickname":"x","password":"12345678"}`, "", wire.ReasonBadRequest, "user_id"},
-		{"register long user_id", "POST", "/user/register", reg(`"user_id":"` + strings.Repeat("a", domain.MaxIDLen+1) + `","nickname":"x","password":"12345678"`), "", wire.ReasonBadRequest, "user_id"},
-		{"register nickname number", "POST", "/user/register", `{"nickname":5,"password":"12345678"}`, "", wire.ReasonBadRequest, "nickname"},
+		{"register long nickname", "POST", "/user/register", reg(`"nickname":"` + long(domain.MaxNicknameLen+1) + `","password":"plum-tart-9"`), "", wire.ReasonBadRequest, "nickname"},
+		{"register long avatar", "POST", "/user/register", reg(`"nickname":"x","password":"plum-tart-9","avatar":"` + long(domain.MaxAvatarLen+1) + `"`), "", wire.ReasonBadRequest, "avatar"},
+		{"register bad user_id", "POST", "/user/register", `{"user_id":"a b","nickname":"x","password":"plum-tart-9"}`, "", wire.ReasonBadRequest, "user_id"},
+		{"register long user_id", "POST", "/user/register", reg(`"user_id":"` + strings.Repeat("a", domain.MaxIDLen+1) + `","nickname":"x","password":"plum-tart-9"`), "", wire.ReasonBadRequest, "user_id"},
+		{"register nickname number", "POST", "/user/register", `{"nickname":5,"password":"plum-tart-9"}`, "", wire.ReasonBadRequest, "nickname"},
 		{"register password object", "POST", "/user/register", `{"nickname":"x","password":{"a":1}}`, "", wire.ReasonBadRequest, "password"},
 		// Login.
 		{"login no platform", "POST", "/auth/login", `{"user_id":"alice","password":"correct horse"}`, "", wire.ReasonBadRequest, "platform_id"},
@@ -124,7 +130,7 @@ func TestBadInput(t *testing.T) {
 		{"update long avatar", "PUT", "/user/update", reg(`"nickname":"ok","avatar":"` + long(domain.MaxAvatarLen+1) + `"`), tok.Token, wire.ReasonBadRequest, "avatar"},
 		{"update avatar number", "PUT", "/user/update", `{"avatar":1}`, tok.Token, wire.ReasonBadRequest, "avatar"},
 		{"update malformed", "PUT", "/user/update", `{"nickname":"x"`, tok.Token, wire.ReasonBadRequest, "body"},
-		{"update unknown field", "PUT", "/user/update", `{"password":"12345678"}`, tok.Token, wire.ReasonBadRequest, "password"},
+		{"update unknown field", "PUT", "/user/update", `{"password":"plum-tart-9"}`, tok.Token, wire.ReasonBadRequest, "password"},
 		// Tokens, on every authenticated route.
 		{"update no token", "PUT", "/user/update", `{"nickname":"x"}`, "", wire.ReasonTokenMissing, ""},
 		{"update forged token", "PUT", "/user/update", `{"nickname":"x"}`, forged, wire.ReasonTokenInvalid, ""},
@@ -141,7 +147,7 @@ func TestBadInput(t *testing.T) {
 		// Routing.
 		{"unknown route", "GET", "/nope", "", "", wire.ReasonNotFound, "/nope"},
 		{"wrong method", "GET", "/auth/login", "", "", wire.ReasonNotFound, "/auth/login"},
-		{"trailing slash", "POST", "/user/register/", `{"nickname":"x","password":"12345678"}`, "", wire.ReasonNotFound, ""},
+		{"trailing slash", "POST", "/user/register/", `{"nickname":"x","password":"plum-tart-9"}`, "", wire.ReasonNotFound, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,8 +189,8 @@ func TestRouteAuthenticated(t *testing.T) {
 		gateway.WriteOK(c, claims)
 	}, true)
 	wantErr(t, e.do(t, "GET", "/whoami", "", ""), wire.ReasonTokenMissing, "")
-	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"zoe","nickname":"Z","password":"12345678"}`, ""))
-	tok := e.login(t, "zoe", "12345678", 7)
+	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"zoe","nickname":"Z","password":"plum-tart-9"}`, ""))
+	tok := e.login(t, "zoe", "plum-tart-9", 7)
 	r := e.do(t, "GET", "/whoami", "", tok.Token)
 	wantOK(t, r)
 	if !strings.Contains(string(r.Data), `"zoe"`) {

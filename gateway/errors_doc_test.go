@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,5 +52,49 @@ func TestErrorsDocMatchesTable(t *testing.T) {
 	}
 	if len(table) == 0 {
 		t.Fatal("empty error table")
+	}
+}
+
+// jsonNames lists the JSON field names of a struct type, in order.
+func jsonNames(v any) []string {
+	t := reflect.TypeOf(v)
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		out = append(out, name)
+	}
+	return out
+}
+
+// TestErrorFrameShapeDocumented keeps docs/errors.md and docs/protocol.md
+// equal to the code: both state the WebSocket error data as the fields of
+// wire.ErrorData (reason, detail, client_msg_id), neither states an older
+// shape, and protocol.md's frame table lists every field of wire.Response
+// (ts included).
+func TestErrorFrameShapeDocumented(t *testing.T) {
+	names := jsonNames(wire.ErrorData{})
+	shape := `{"` + strings.Join(names, `", "`) + `"}`
+	old := `{"` + strings.Join(names[:len(names)-1], `", "`) + `"}`
+	for _, doc := range []string{"../docs/errors.md", "../docs/protocol.md"} {
+		raw, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(raw)
+		if !strings.Contains(text, shape) {
+			t.Errorf("%s does not state the error data as %s", doc, shape)
+		}
+		if strings.Contains(text, old) {
+			t.Errorf("%s still states the error data as %s (the code sends %s)", doc, old, shape)
+		}
+	}
+	raw, err := os.ReadFile("../docs/protocol.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range jsonNames(wire.Response{}) {
+		if !strings.Contains(string(raw), "| `"+name+"` |") && !strings.Contains(string(raw), "`, `"+name+"` |") {
+			t.Errorf("docs/protocol.md's frame table lacks the field %s", name)
+		}
 	}
 }

@@ -16,8 +16,18 @@ func (s *Server) healthz(ctx context.Context, c *app.RequestContext) {
 
 // readyz handles GET /readyz: every ReadyCheck (database, Redis) answers
 // within readyTimeout, else 503 server_busy naming the ones that failed
-// (their errors are logged, not sent).
+// (their errors are logged, not sent). From the moment shutdown begins
+// (SIGTERM) it answers 503 server_busy "draining" without checking, so a
+// load balancer stops sending new connections at once.
+// When all answer but a Degraded
+// check fails it is 200 {"status":"degraded","degraded":["<name>: <why>"]}
+// (the why is Nexo's own text, e.g. Redis memory use), else
+// {"status":"ready"}.
 func (s *Server) readyz(ctx context.Context, c *app.RequestContext) {
+	if s.Draining() {
+		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonServerBusy, "draining: this instance is shutting down"))
+		return
+	}
 	var failed []string
 	for _, rc := range s.deps.Ready {
 		pingCtx, cancel := context.WithTimeout(ctx, readyTimeout)
@@ -30,6 +40,23 @@ func (s *Server) readyz(ctx context.Context, c *app.RequestContext) {
 	}
 	if len(failed) > 0 {
 		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonServerBusy, "unreachable: "+strings.Join(failed, ", ")))
+		return
+	}
+	// Degraded: serving, but an operator must act (Redis near its
+	// maxmemory). Still 200: every instance shares the dependency, so taking
+	// this one out of a load balancer would help nothing.
+	var degraded []string
+	for _, dc := range s.deps.Degraded {
+		pingCtx, cancel := context.WithTimeout(ctx, readyTimeout)
+		err := dc.Check(pingCtx)
+		cancel()
+		if err != nil {
+			s.log.WarnContext(ctx, "degraded", "check", dc.Name, "err", err)
+			degraded = append(degraded, dc.Name+": "+err.Error())
+		}
+	}
+	if len(degraded) > 0 {
+		WriteOK(c, map[string]any{"status": "degraded", "degraded": degraded})
 		return
 	}
 	WriteOK(c, map[string]string{"status": "ready"})

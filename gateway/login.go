@@ -54,6 +54,18 @@ func (s *Server) login(ctx context.Context, c *app.RequestContext) {
 		WriteError(ctx, c, s.log, err)
 		return
 	}
+	// Limits before any hashing: per client IP (every attempt) and per
+	// account (attempts since its last success), each with its backoff
+	// after failures, shared by every instance.
+	ip := s.clientIP(c)
+	if err := s.allowLogin(ctx, limitLoginIP, ip, s.deps.Limits.LoginIP); err != nil {
+		WriteError(ctx, c, s.log, err)
+		return
+	}
+	if err := s.allowLogin(ctx, limitLoginAccount, req.UserID, s.deps.Limits.LoginAccount); err != nil {
+		WriteError(ctx, c, s.log, err)
+		return
+	}
 	u, err := s.deps.Users.Get(ctx, req.UserID)
 	if err != nil && !errors.Is(err, domain.ErrUserNotFound) {
 		WriteError(ctx, c, s.log, err)
@@ -61,10 +73,19 @@ func (s *Server) login(ctx context.Context, c *app.RequestContext) {
 	}
 	// u.PasswordHash is "" for an unknown user: Check then burns the same
 	// bcrypt time and fails with ErrBadCredentials.
-	if err := s.deps.Passwords.Check(u.PasswordHash, req.Password); err != nil {
+	err = s.hashes.do(ctx, func() error { return s.deps.Passwords.Check(u.PasswordHash, req.Password) })
+	if err != nil {
+		if errors.Is(err, domain.ErrBadCredentials) {
+			s.loginFailed(ctx, ip, req.UserID)
+		}
 		WriteError(ctx, c, s.log, err)
 		return
 	}
+	if u.Disabled {
+		WriteError(ctx, c, s.log, domain.ErrUserDisabled)
+		return
+	}
+	s.resetLoginAccount(ctx, u.ID)
 	tok, err := s.deps.Issuer.Issue(ctx, u.ID, req.PlatformID)
 	if err != nil {
 		WriteError(ctx, c, s.log, err)
@@ -78,14 +99,18 @@ func (s *Server) login(ctx context.Context, c *app.RequestContext) {
 }
 
 // refresh handles POST /auth/refresh: a new token for the caller's user and
-// platform; the presented token is revoked. A token refreshed twice is
-// token_revoked the second time.
+// platform; the presented token is revoked and OnLogout is told, so live
+// sessions opened with it close (session_invalid) on every instance. A
+// token refreshed twice is token_revoked the second time.
 func (s *Server) refresh(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
 	tok, err := s.deps.Issuer.Refresh(ctx, claims)
 	if err != nil {
 		WriteError(ctx, c, s.log, err)
 		return
+	}
+	if s.deps.OnLogout != nil {
+		s.deps.OnLogout(claims.UserID, claims.PlatformID, claims.JTI)
 	}
 	WriteOK(c, tokenResponseOf(tok))
 }

@@ -68,7 +68,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 		return resp.StatusCode, string(b)
 	}
 	pad := func(n int) string {
-		return `{"nickname":"x","password":"12345678","avatar":"` + strings.Repeat("a", n) + `"}`
+		return `{"nickname":"x","password":"plum-tart-9","avatar":"` + strings.Repeat("a", n) + `"}`
 	}
 	// Just over the limit: the documented envelope.
 	code, body := post(pad(testMaxBody))

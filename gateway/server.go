@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/cloudwego/hertz/pkg/app"
@@ -21,10 +22,12 @@ import (
 	"github.com/cloudwego/hertz/pkg/common/config"
 	"github.com/cloudwego/hertz/pkg/network/standard"
 	"github.com/cloudwego/hertz/pkg/route"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
@@ -35,6 +38,7 @@ type Users interface {
 	Create(ctx context.Context, u domain.User) (domain.User, error)
 	Get(ctx context.Context, id string) (domain.User, error)
 	Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error)
+	SetPassword(ctx context.Context, id, hash string) error
 }
 
 // ReadyCheck is one dependency /readyz pings; Name appears in the answer
@@ -50,7 +54,9 @@ type Deps struct {
 	HTTP   configs.HTTP
 	Logger *slog.Logger
 	// Listener, when set, is served instead of listening on HTTP.Addr (so
-	// the caller learns the address and bind errors before Run).
+	// the caller learns the address and bind errors before Run). Only a
+	// given Listener gets the connection caps and the first-request
+	// deadline (http.max_conns, max_conns_per_ip, read_header_timeout).
 	Listener  net.Listener
 	Users     Users
 	Passwords *auth.Passwords
@@ -58,18 +64,47 @@ type Deps struct {
 	Verifier  *auth.Verifier
 	// Ready lists what /readyz pings (the database, Redis).
 	Ready []ReadyCheck
+	// Degraded lists checks whose failure makes /readyz answer 200
+	// "degraded" instead of "ready" (Redis memory near maxmemory); their
+	// error text is sent, so it must be Nexo's own.
+	Degraded []ReadyCheck
 	// OnLogout runs after a logout revoked a token, so live WebSocket
 	// sessions on that token can be closed. It must not block for long.
 	OnLogout func(userID string, platformID int, jti string)
+	// RegistrationClosed refuses POST /user/register (auth.registration).
+	RegistrationClosed bool
+	// CORS, when set, runs before every route (preflights included).
+	CORS app.HandlerFunc
+	// Registry, when set, exports the HTTP metrics
+	// (nexo_http_requests_total, nexo_http_request_duration_seconds).
+	Registry prometheus.Registerer
+	// AccessLog logs one line per request (log.access).
+	AccessLog bool
+	// OnDrain runs once when Run's ctx ends (SIGTERM), after /readyz turned
+	// 503 and before the listener closes (shard leases are released here).
+	OnDrain func(ctx context.Context)
+	// DrainDelay (cluster.drain_delay) keeps serving, with /readyz 503,
+	// this long after SIGTERM, so a load balancer takes the instance out
+	// before its listener closes.
+	DrainDelay time.Duration
+	// Limiter keeps the login and registration limits (Limits) in Redis;
+	// nil turns them off. Auth sizes the password-hashing gate.
+	Limiter *limits.Limiter
+	Limits  configs.Limits
+	Auth    configs.Auth
 }
 
 // Server is the Hertz server with Nexo's routes.
 type Server struct {
-	h      *server.Hertz
-	deps   Deps
-	log    *slog.Logger
-	authMW app.HandlerFunc
-	conns  *connTracker
+	h        *server.Hertz
+	deps     Deps
+	log      *slog.Logger
+	authMW   app.HandlerFunc
+	conns    *connTracker
+	hashes   *hashGate
+	clientIP func(c *app.RequestContext) string
+	// draining is set the moment Run's ctx ends: /readyz answers 503.
+	draining atomic.Bool
 }
 
 // readyTimeout bounds each /readyz ping.
@@ -90,12 +125,27 @@ func NewServer(d Deps) (*Server, error) {
 		server.WithMaxRequestBodySize(2 * d.HTTP.MaxBodyBytes),
 		server.WithRedirectTrailingSlash(false),
 		server.WithDisablePrintRoute(true),
+		withoutServerHeader(),
 		// The standard transport: lower latency and less memory per idle
 		// WebSocket connection than netpoll here (docs/gateway.md).
 		server.WithTransport(standard.NewTransporter),
 	}
+	if d.HTTP.ReadHeaderTimeout > 0 {
+		// Later requests of a keep-alive connection: Hertz's own deadlines.
+		opts = append(opts, server.WithReadTimeout(d.HTTP.ReadHeaderTimeout))
+	}
+	if d.HTTP.IdleTimeout > 0 {
+		opts = append(opts, server.WithIdleTimeout(d.HTTP.IdleTimeout))
+	}
 	if d.Listener != nil {
-		opts = append(opts, server.WithListener(d.Listener))
+		// The connection caps and the first request's deadline (capListener)
+		// need the listener; cmd always hands one in.
+		trusted := trustedNets(d.HTTP.TrustedProxies)
+		opts = append(opts, server.WithListener(&capListener{
+			Listener: d.Listener, maxTotal: d.HTTP.MaxConns, maxPerIP: d.HTTP.MaxConnsPerIP,
+			headerTimeout: d.HTTP.ReadHeaderTimeout, m: newConnMetrics(d.Registry), perIP: map[string]int{},
+			exempt: func(ip net.IP) bool { return containsIP(trusted, ip) },
+		}))
 	} else {
 		opts = append(opts, server.WithHostPorts(d.HTTP.Addr))
 	}
@@ -108,8 +158,15 @@ func NewServer(d Deps) (*Server, error) {
 		h: h, deps: d, log: d.Logger,
 		authMW: auth.Middleware(d.Verifier, d.Logger),
 		conns:  newConnTracker(h.GetOptions().IdleTimeout),
+		hashes: newHashGate(d.Auth), clientIP: clientIPFunc(d.HTTP.TrustedProxies),
 	}
-	h.Use(s.conns.middleware, s.recoverPanics, s.accessLog)
+	// c.ClientIP() anywhere (the access log, middleware) then names the
+	// same client the limits do: X-Forwarded-For only from trusted proxies.
+	h.SetClientIPFunc(s.clientIP)
+	h.Use(s.requestID, setSecurityHeaders, s.conns.middleware, newHTTPObserver(d.Logger, d.AccessLog, d.Registry).middleware, s.recoverPanics)
+	if d.CORS != nil {
+		h.Use(d.CORS)
+	}
 	h.NoRoute(func(ctx context.Context, c *app.RequestContext) {
 		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path())))
 	})
@@ -122,6 +179,8 @@ func NewServer(d Deps) (*Server, error) {
 	s.Route("POST", "/auth/login", s.login, false)
 	s.Route("POST", "/auth/refresh", s.refresh, true)
 	s.Route("POST", "/auth/logout", s.logout, true)
+	s.Route("POST", "/auth/logout_all", s.logoutAll, true)
+	s.Route("POST", "/user/password", s.changePassword, true)
 	return s, nil
 }
 
@@ -136,6 +195,9 @@ func (s *Server) Route(method, path string, handler app.HandlerFunc, authenticat
 	}
 	s.h.Handle(method, path, handler)
 }
+
+// Draining reports whether shutdown began (/readyz answers 503).
+func (s *Server) Draining() bool { return s.draining.Load() }
 
 // Routes returns the registered routes (method, path), for the OpenAPI test
 // and for logging.
@@ -155,6 +217,21 @@ func (s *Server) Run(ctx context.Context) error {
 	case err := <-errc:
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
+	}
+	s.draining.Store(true)
+	if s.deps.OnDrain != nil {
+		// Bounded: a drain hook that cannot finish must not keep the
+		// process from shutting down.
+		drainCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.deps.HTTP.ShutdownTimeout)
+		s.deps.OnDrain(drainCtx)
+		cancel()
+	}
+	if s.deps.DrainDelay > 0 {
+		select {
+		case err := <-errc:
+			return fmt.Errorf("http server: %w", err)
+		case <-time.After(s.deps.DrainDelay):
+		}
 	}
 	// Shutdown refuses a server that has not yet marked itself running;
 	// Run gets there within microseconds of starting.
@@ -191,28 +268,40 @@ func (s *Server) Run(ctx context.Context) error {
 	return nil
 }
 
+// requestID gives every request an id: the X-Request-Id the client or a
+// proxy sent when it is well-formed (wire.ValidRequestID), else a fresh one.
+// The id is set as the X-Request-Id response header before any handler
+// runs, and carried by the handler's ctx (wire.RequestIDFrom); error
+// envelopes repeat it as data.request_id and server-side failures are
+// logged with it. See RequestID.
+func (s *Server) requestID(ctx context.Context, c *app.RequestContext) {
+	id := string(c.Request.Header.Peek(wire.RequestIDHeader))
+	if !wire.ValidRequestID(id) {
+		id = wire.NewRequestID()
+	}
+	c.Response.Header.Set(wire.RequestIDHeader, id)
+	c.Next(wire.WithRequestID(ctx, id))
+}
+
+// RequestID returns the id of the request c is serving (the X-Request-Id
+// response header the first middleware set), or "" outside a request.
+// Middleware that runs outside the handler's ctx (an access log) reads it
+// here; code with the handler's ctx can use wire.RequestIDFrom(ctx).
+func RequestID(c *app.RequestContext) string {
+	return string(c.Response.Header.Peek(wire.RequestIDHeader))
+}
+
 // recoverPanics turns a handler panic into a logged 500 internal_error, so
 // no client input can take the process down.
 func (s *Server) recoverPanics(ctx context.Context, c *app.RequestContext) {
 	defer func() {
 		if r := recover(); r != nil {
+			id := RequestID(c)
 			s.log.ErrorContext(ctx, "handler panic", "method", string(c.Method()), "path", string(c.Path()),
-				"panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-			we := wire.NewError(wire.ReasonInternalError, "")
+				"request_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			we := wire.NewError(wire.ReasonInternalError, "").WithRequestID(id)
 			c.AbortWithStatusJSON(we.HTTPStatus, wire.Fail(we))
 		}
 	}()
 	c.Next(ctx)
-}
-
-// accessLog logs each request at debug level.
-func (s *Server) accessLog(ctx context.Context, c *app.RequestContext) {
-	if !s.log.Enabled(ctx, slog.LevelDebug) {
-		c.Next(ctx)
-		return
-	}
-	start := time.Now()
-	c.Next(ctx)
-	s.log.DebugContext(ctx, "http", "method", string(c.Method()), "path", string(c.Path()),
-		"status", c.Response.StatusCode(), "duration", time.Since(start))
 }

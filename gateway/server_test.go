@@ -71,7 +71,7 @@ func (r *logoutRecorder) get() []string {
 }
 
 // newEnv builds the server as cmd/nexo does, on real MariaDB and Redis.
-func newEnv(t *testing.T, extra ...func(*gateway.Deps)) *env {
+func newEnv(t testing.TB, extra ...func(*gateway.Deps)) *env {
 	t.Helper()
 	db := storetest.MySQL(t)
 	rdb, prefix := storetest.Redis(t)
@@ -80,7 +80,7 @@ func newEnv(t *testing.T, extra ...func(*gateway.Deps)) *env {
 	return e
 }
 
-func newServer(t *testing.T, cfg configs.Config, db *store.DB, rdb redis.UniversalClient, keys store.Keys,
+func newServer(t testing.TB, cfg configs.Config, db *store.DB, rdb redis.UniversalClient, keys store.Keys,
 	onLogout func(string, int, string), extra ...func(*gateway.Deps)) *gateway.Server {
 	t.Helper()
 	tokens := store.NewTokens(rdb, keys)

@@ -3,12 +3,14 @@ package gateway
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/cloudwego/hertz/pkg/app"
 	"github.com/google/uuid"
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/wire"
 )
 
 // registerRequest is the body of POST /user/register.
@@ -24,13 +26,28 @@ func (r *registerRequest) Validate() error {
 	if r.UserID != "" && !domain.ValidID(r.UserID) {
 		return badUserID("user_id")
 	}
+	if domain.IsReservedUserID(r.UserID) {
+		return BadField("user_id", "%q is reserved (%s); choose another", r.UserID, strings.Join(domain.ReservedUserIDs(), ", "))
+	}
 	if err := checkLen("nickname", r.Nickname, 1, domain.MaxNicknameLen); err != nil {
 		return err
 	}
-	if err := checkLen("password", r.Password, domain.MinPasswordLen, domain.MaxPasswordLen); err != nil {
+	if err := checkNewPassword("password", r.Password); err != nil {
 		return err
 	}
 	return checkLen("avatar", r.Avatar, 0, domain.MaxAvatarLen)
+}
+
+// checkNewPassword is the rule for a password being set (registration, a
+// change): 8–128 characters and not one of the most common passwords.
+func checkNewPassword(field, password string) error {
+	if err := checkLen(field, password, domain.MinPasswordLen, domain.MaxPasswordLen); err != nil {
+		return err
+	}
+	if auth.IsCommonPassword(password) {
+		return BadField(field, "is one of the %d most common passwords; choose another", auth.CommonPasswordCount)
+	}
+	return nil
 }
 
 func badUserID(field string) error {
@@ -50,9 +67,22 @@ func profileOf(u domain.User) profile {
 	return profile{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
 }
 
+// publicProfile is what anyone signed in sees of another user: the fields
+// a chat shows beside a message. When an account was created or last
+// changed is its owner's business (docs/security.md).
+type publicProfile struct {
+	UserID   string `json:"user_id"`
+	Nickname string `json:"nickname"`
+	Avatar   string `json:"avatar"`
+}
+
 // register handles POST /user/register → {user_id}; the ID is a UUIDv7
 // when the body has none. A taken ID is 409 user_exists.
 func (s *Server) register(ctx context.Context, c *app.RequestContext) {
+	if s.deps.RegistrationClosed {
+		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonForbidden, "registration is closed (auth.registration): users come from the app's server API"))
+		return
+	}
 	var req registerRequest
 	if err := BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
 		WriteError(ctx, c, s.log, err)
@@ -66,7 +96,15 @@ func (s *Server) register(ctx context.Context, c *app.RequestContext) {
 		}
 		req.UserID = id.String()
 	}
-	hash, err := s.deps.Passwords.Hash(req.Password)
+	if err := s.allow(ctx, limitRegisterIP, s.clientIP(c), s.deps.Limits.RegisterIP); err != nil {
+		WriteError(ctx, c, s.log, err)
+		return
+	}
+	var hash string
+	err := s.hashes.do(ctx, func() (err error) {
+		hash, err = s.deps.Passwords.Hash(req.Password)
+		return err
+	})
 	if err != nil {
 		WriteError(ctx, c, s.log, err)
 		return
@@ -79,8 +117,9 @@ func (s *Server) register(ctx context.Context, c *app.RequestContext) {
 	WriteOK(c, map[string]string{"user_id": u.ID})
 }
 
-// userInfo handles GET /user/info?user_id= → profile; without user_id it
-// is the caller's own profile.
+// userInfo handles GET /user/info?user_id= → profile; without user_id (or
+// with the caller's own) it is the caller's full profile, for another user
+// only the public fields (publicProfile).
 func (s *Server) userInfo(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
 	id := string(c.Query("user_id"))
@@ -94,6 +133,10 @@ func (s *Server) userInfo(ctx context.Context, c *app.RequestContext) {
 	u, err := s.deps.Users.Get(ctx, id)
 	if err != nil {
 		WriteError(ctx, c, s.log, err)
+		return
+	}
+	if id != claims.UserID {
+		WriteOK(c, publicProfile{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar})
 		return
 	}
 	WriteOK(c, profileOf(u))

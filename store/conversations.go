@@ -163,6 +163,21 @@ func (r *ConversationRepo) States(ctx context.Context, ownerID string, conversat
 	return out, nil
 }
 
+// StatesPage returns up to limit of ownerID's conversation states, deleted
+// ones included, in conversation ID order, those after afterID ("" from the
+// first): keyset paging for the newest seqs of every conversation.
+func (r *ConversationRepo) StatesPage(ctx context.Context, ownerID, afterID string, limit int) ([]ConversationState, error) {
+	var rows []stateRow
+	q := r.stateQuery(ctx, ownerID).Select(stateColumns)
+	if afterID != "" {
+		q = q.Where("c.conversation_id > ?", afterID)
+	}
+	if err := q.Order("c.conversation_id ASC").Limit(limit).Scan(&rows).Error; err != nil {
+		return nil, fmt.Errorf("page of conversations of %s: %w", ownerID, err)
+	}
+	return toStates(ownerID, rows), nil
+}
+
 // Undelivered returns ownerID's conversations holding saved messages it
 // may see above its delivered_seq (offline resend), newest message first.
 // One query, filtered in the database.
@@ -212,6 +227,19 @@ func (r *ConversationRepo) UpdateSettings(ctx context.Context, s ConversationSet
 		return fmt.Errorf("update conversation %s of %s: %w", s.ConversationID, s.OwnerID, err)
 	}
 	return nil
+}
+
+// NoPushSingle lists ownerID's single-chat conversations with recv_msg_opt 1
+// (no push): one indexed query (idx_owner) returning, usually, nothing.
+func (r *ConversationRepo) NoPushSingle(ctx context.Context, ownerID string) ([]string, error) {
+	var ids []string
+	err := r.db.Gorm.WithContext(ctx).Model(&conversationRow{}).
+		Where("owner_id = ? AND conversation_type = ? AND recv_msg_opt = ?", ownerID, int(domain.SessionSingle), 1).
+		Pluck("conversation_id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("no-push conversations of %s: %w", ownerID, err)
+	}
+	return ids, nil
 }
 
 // Hide takes the conversation out of ownerID's list until a message above

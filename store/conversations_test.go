@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/nexo-im/nexo/domain"
@@ -306,6 +307,30 @@ func TestUndeliveredAndStatesContract(t *testing.T) {
 			st, _ = f.convs.States(ctx, "alice", nil)
 			if len(st) != 3 {
 				t.Fatalf("all of alice's states: %v", listIDs(st))
+			}
+			// Keyset pages in conversation ID order cover the same states once.
+			var paged []string
+			after := ""
+			for range 4 {
+				page, err := f.convs.StatesPage(ctx, "alice", after, 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				for _, s := range page {
+					if s.ConversationID <= after {
+						t.Fatalf("page after %q holds %q", after, s.ConversationID)
+					}
+					paged = append(paged, s.ConversationID)
+					after = s.ConversationID
+				}
+			}
+			all := listIDs(st)
+			slices.Sort(all)
+			if !sameIDs(paged, all) || len(paged) != 3 {
+				t.Fatalf("alice's paged states %v, want %v", paged, listIDs(st))
 			}
 		})
 	}

@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/glebarez/sqlite"
+	gomysql "github.com/go-sql-driver/mysql"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -33,8 +35,16 @@ type DB struct {
 // OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry
 // charset=utf8mb4&parseTime=true&loc=UTC.
 func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
+	dsn, err := gomysql.ParseDSN(cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: mysql.dsn: %w", err)
+	}
+	// SaveBatch reads affected rows as "rows inserted"; clientFoundRows
+	// would count a skipped duplicate as one.
+	dsn.ClientFoundRows = false
 	g, err := gorm.Open(mysql.New(mysql.Config{
-		DSN: cfg.DSN,
+		DSNConfig: dsn,
+		DSN:       dsn.FormatDSN(),
 		// MariaDB >= 10.5 otherwise gets RETURNING, which reports a swallowed
 		// duplicate as an inserted row.
 		DisableWithReturning: true,
@@ -53,6 +63,10 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("ping mysql: %w", err)
 	}
+	if err := countStatements(g); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
 	return &DB{Gorm: g, Dialect: MySQL}, nil
 }
 
@@ -61,12 +75,27 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 // otherwise fails with SQLITE_BUSY under concurrency (see
 // shared/LIBRARY-NOTES.md). An in-memory path is refused: every pooled
 // connection would get its own empty database.
+//
+// The database holds password hashes and every message, so only its owner
+// may read it: a directory OpenSQLite creates is 0700, and the database file
+// and its -wal and -shm files are 0600 (an existing file is tightened to
+// 0600). An existing directory keeps the mode its owner gave it.
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if path == "" || path == ":memory:" {
 		return nil, fmt.Errorf("sqlite path %q: a file is required", path)
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("create sqlite dir: %w", err)
+	}
+	// SQLite creates -wal and -shm with the main file's mode, so the main
+	// file is created (or tightened) first.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("create sqlite file: %w", err)
+	}
+	_ = f.Close()
+	if err := restrictFiles(path); err != nil {
+		return nil, err
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
@@ -84,7 +113,26 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("ping sqlite: %w", err)
 	}
+	if err := countStatements(g); err != nil {
+		_ = sqlDB.Close()
+		return nil, fmt.Errorf("open sqlite: %w", err)
+	}
+	if err := restrictFiles(path); err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
 	return &DB{Gorm: g, Dialect: SQLite}, nil
+}
+
+// restrictFiles sets the database file and its -wal/-shm files (those that
+// exist) to 0600.
+func restrictFiles(path string) error {
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if err := os.Chmod(p, 0o600); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("sqlite file mode: %w", err)
+		}
+	}
+	return nil
 }
 
 func gormConfig() *gorm.Config {

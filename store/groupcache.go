@@ -138,6 +138,43 @@ func (c *GroupCache) Invalidate(ctx context.Context, groupID string) error {
 	return nil
 }
 
+// setRecvMsgOptScript rewrites the recv_msg_opt (last field) of one
+// member's line of the cached state in place, under a new version, and
+// returns that version; "" when nothing is cached or the user has no line
+// (the next reader loads the database anyway). KEYS: cache. ARGV: "\n" +
+// user_id + " ", new value, new token, ttl ms.
+var setRecvMsgOptScript = redis.NewScript(`
+local d = redis.call('HGET', KEYS[1], 'd')
+if not d then return '' end
+local i = string.find(d, ARGV[1], 1, true)
+if not i then return '' end
+local j = string.find(d, '\n', i + 1, true) or (#d + 1)
+local line = string.sub(d, i + 1, j - 1)
+local k = string.find(line, ' [^ ]*$')
+if not k then return '' end
+d = string.sub(d, 1, i) .. string.sub(line, 1, k) .. ARGV[2] .. string.sub(d, j)
+redis.call('HSET', KEYS[1], 'v', ARGV[3], 'd', d)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+return ARGV[3]
+`)
+
+// SetRecvMsgOpt changes one member's recv_msg_opt in the cached state in
+// place (issue 13 item 10): the group's member list is not dropped, so no
+// process reloads it from the database; each sees the new version and
+// re-reads the patched copy from Redis, and a fill racing the change is
+// refused as with Invalidate (the version changed). It returns the new
+// version, or "" when nothing was cached for the group or the user is not
+// in it (nothing to patch; the next load reads the database). Call it after
+// the setting is committed.
+func (c *GroupCache) SetRecvMsgOpt(ctx context.Context, groupID, userID string, opt int) (string, error) {
+	v, err := setRecvMsgOptScript.Run(ctx, c.rdb, []string{c.keys.GroupMembers(groupID)},
+		"\n"+userID+" ", strconv.Itoa(opt), newToken(), c.ttl.Milliseconds()).Text()
+	if err != nil {
+		return "", fmt.Errorf("group cache set recv_msg_opt %s/%s: %w", groupID, userID, err)
+	}
+	return v, nil
+}
+
 // unlockScript deletes the lock only if it still holds the caller's token.
 var unlockScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -176,6 +213,7 @@ type groupWire struct {
 	OwnerUserID   string `json:"owner_user_id"`
 	GroupType     int    `json:"group_type"`
 	JoinPolicy    string `json:"join_policy"`
+	InvitePerm    string `json:"invite_permission,omitempty"`
 	CreatedAt     int64  `json:"created_at"`
 	UpdatedAt     int64  `json:"updated_at"`
 }
@@ -188,7 +226,7 @@ func EncodeGroupState(st *GroupState) string {
 	g := st.Group
 	head, _ := json.Marshal(groupWire{ID: g.ID, Name: g.Name, Introduction: g.Introduction, Avatar: g.Avatar,
 		Status: int(g.Status), CreatorUserID: g.CreatorUserID, OwnerUserID: g.OwnerUserID, GroupType: g.GroupType,
-		JoinPolicy: g.JoinPolicy, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt})
+		JoinPolicy: g.JoinPolicy, InvitePerm: g.InvitePermission, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt})
 	var b bytes.Buffer
 	b.Grow(len(head) + 40*len(st.Members))
 	b.Write(head)
@@ -214,7 +252,7 @@ func DecodeGroupState(s string) (*GroupState, error) {
 	st := &GroupState{
 		Group: domain.Group{ID: g.ID, Name: g.Name, Introduction: g.Introduction, Avatar: g.Avatar,
 			Status: domain.GroupStatus(g.Status), CreatorUserID: g.CreatorUserID, OwnerUserID: g.OwnerUserID,
-			GroupType: g.GroupType, JoinPolicy: g.JoinPolicy, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt},
+			GroupType: g.GroupType, JoinPolicy: g.JoinPolicy, InvitePermission: g.InvitePerm, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt},
 		Members: make(map[string]MemberState, strings.Count(rest, "\n")+1),
 	}
 	for line := range strings.SplitSeq(rest, "\n") {

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/redis/go-redis/v9"
+
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
 )
@@ -44,8 +46,15 @@ func TestGroupStateEncodingRoundTrips(t *testing.T) {
 // TestGroupCacheVersionedFill shows the cache never keeps a state loaded
 // before an invalidation: a fill against an old version is refused.
 func TestGroupCacheVersionedFill(t *testing.T) {
-	rdb, prefix := storetest.Redis(t)
-	c := store.NewGroupCache(rdb, store.Keys{Prefix: prefix}, time.Minute)
+	for name, open := range storetest.RedisTopologies() {
+		t.Run(name, func(t *testing.T) {
+			rdb, keys := open(t)
+			testGroupCacheVersionedFill(t, rdb, keys.Prefix, store.NewGroupCache(rdb, keys, time.Minute))
+		})
+	}
+}
+
+func testGroupCacheVersionedFill(t *testing.T, rdb redis.UniversalClient, prefix string, c *store.GroupCache) {
 	ctx := context.Background()
 
 	if v, err := c.Version(ctx, "g1"); err != nil || v != "" {
@@ -90,8 +99,15 @@ func TestGroupCacheVersionedFill(t *testing.T) {
 }
 
 func TestGroupLockIsExclusiveAndOwned(t *testing.T) {
-	rdb, prefix := storetest.Redis(t)
-	c := store.NewGroupCache(rdb, store.Keys{Prefix: prefix}, time.Minute)
+	for name, open := range storetest.RedisTopologies() {
+		t.Run(name, func(t *testing.T) {
+			rdb, keys := open(t)
+			testGroupLockIsExclusiveAndOwned(t, store.NewGroupCache(rdb, keys, time.Minute))
+		})
+	}
+}
+
+func testGroupLockIsExclusiveAndOwned(t *testing.T, c *store.GroupCache) {
 	ctx := context.Background()
 	tok, ok, err := c.TryLock(ctx, "g1", time.Minute)
 	if err != nil || !ok {

@@ -52,6 +52,8 @@ type GroupUpdate struct {
 	Introduction *string
 	Avatar       *string
 	JoinPolicy   *string
+	// InvitePermission is "members", "admins" or "" (the server's default).
+	InvitePermission *string
 }
 
 // Create inserts g with its first members in one transaction; each
@@ -66,7 +68,7 @@ func (r *GroupRepo) Create(ctx context.Context, g domain.Group, members []domain
 	row := groupRow{
 		ID: g.ID, Name: g.Name, Introduction: g.Introduction, Avatar: g.Avatar, Status: int(g.Status),
 		CreatorUserID: g.CreatorUserID, OwnerUserID: g.OwnerUserID, GroupType: g.GroupType,
-		JoinPolicy: g.JoinPolicy, CreatedAt: now, UpdatedAt: now,
+		JoinPolicy: g.JoinPolicy, InvitePermission: g.InvitePermission, CreatedAt: now, UpdatedAt: now,
 	}
 	err := r.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
 		if err := tx.Create(&row).Error; err != nil {
@@ -116,13 +118,21 @@ func (r *GroupRepo) ActiveCounts(ctx context.Context, groupIDs []string) (map[st
 }
 
 // UserGroups returns the groups userID is an active member of (dismissed
-// ones included: members keep read access), oldest first.
-func (r *GroupRepo) UserGroups(ctx context.Context, userID string) ([]domain.Group, error) {
+// ones included: members keep read access), oldest first: up to limit
+// (0: all) of those after the group (afterCreatedAt, afterID) in that
+// order (keyset paging; afterID "" starts at the first).
+func (r *GroupRepo) UserGroups(ctx context.Context, userID string, afterCreatedAt int64, afterID string, limit int) ([]domain.Group, error) {
 	var rows []groupRow
-	err := r.db.Gorm.WithContext(ctx).Table("`groups` AS g").Select("g.*").
+	q := r.db.Gorm.WithContext(ctx).Table("`groups` AS g").Select("g.*").
 		Joins("JOIN group_members gm ON gm.group_id = g.id").
-		Where("gm.user_id = ? AND gm.status = ?", userID, int(domain.MemberNormal)).
-		Order("g.created_at ASC, g.id ASC").Find(&rows).Error
+		Where("gm.user_id = ? AND gm.status = ?", userID, int(domain.MemberNormal))
+	if afterID != "" {
+		q = q.Where("(g.created_at > ? OR (g.created_at = ? AND g.id > ?))", afterCreatedAt, afterCreatedAt, afterID)
+	}
+	if limit > 0 {
+		q = q.Limit(limit)
+	}
+	err := q.Order("g.created_at ASC, g.id ASC").Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("groups of %s: %w", userID, err)
 	}
@@ -142,7 +152,8 @@ func (r *GroupRepo) SetStatus(ctx context.Context, groupID string, status domain
 // Update changes the set fields of the group and returns it as stored.
 func (r *GroupRepo) Update(ctx context.Context, groupID string, u GroupUpdate) (domain.Group, error) {
 	set := map[string]any{}
-	for col, v := range map[string]*string{"name": u.Name, "introduction": u.Introduction, "avatar": u.Avatar, "join_policy": u.JoinPolicy} {
+	for col, v := range map[string]*string{"name": u.Name, "introduction": u.Introduction, "avatar": u.Avatar, "join_policy": u.JoinPolicy,
+		"invite_permission": u.InvitePermission} {
 		if v != nil {
 			set[col] = *v
 		}
@@ -230,7 +241,7 @@ func (row groupRow) toDomain() domain.Group {
 	return domain.Group{
 		ID: row.ID, Name: row.Name, Introduction: row.Introduction, Avatar: row.Avatar, Status: domain.GroupStatus(row.Status),
 		CreatorUserID: row.CreatorUserID, OwnerUserID: row.OwnerUserID, GroupType: row.GroupType, JoinPolicy: row.JoinPolicy,
-		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+		InvitePermission: row.InvitePermission, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
 }
 

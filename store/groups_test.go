@@ -174,9 +174,21 @@ func TestGroupRepoContract(t *testing.T) {
 			if err != nil || counts["g1"] != 4 || counts["g2"] != 2 || counts["g3"] != 0 {
 				t.Fatalf("counts %v %v", counts, err)
 			}
-			groups, err := repo.UserGroups(ctx, "bob")
+			groups, err := repo.UserGroups(ctx, "bob", 0, "", 0)
 			if err != nil || len(groups) != 2 || groups[0].ID != "g1" || groups[0].Status != domain.GroupDismissed || groups[1].ID != "g2" {
 				t.Fatalf("bob's groups: %+v %v", groups, err)
+			}
+			// Keyset pages: one group, then the one after it, then none.
+			gpage, err := repo.UserGroups(ctx, "bob", 0, "", 1)
+			if err != nil || len(gpage) != 1 || gpage[0].ID != "g1" {
+				t.Fatalf("bob's first page: %+v %v", gpage, err)
+			}
+			gpage, err = repo.UserGroups(ctx, "bob", gpage[0].CreatedAt, gpage[0].ID, 1)
+			if err != nil || len(gpage) != 1 || gpage[0].ID != "g2" {
+				t.Fatalf("bob's second page: %+v %v", gpage, err)
+			}
+			if gpage, err = repo.UserGroups(ctx, "bob", gpage[0].CreatedAt, gpage[0].ID, 1); err != nil || len(gpage) != 0 {
+				t.Fatalf("bob's page after the last: %+v %v", gpage, err)
 			}
 
 			// The state the member cache loads.
@@ -239,6 +251,74 @@ func TestGroupRepoLargeBatches(t *testing.T) {
 			got, err := repo.MembersOf(ctx, "big", ids)
 			if err != nil || len(got) != 1203 {
 				t.Fatalf("members of: %d %v", len(got), err)
+			}
+		})
+	}
+}
+
+// TestGroupApplicationsContract: join applications on every backend —
+// applying twice is one application, answering needs a pending one, an
+// answered application can be made again, and pending ones page by ID.
+func TestGroupApplicationsContract(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			repo := store.NewGroupRepo(b.Open(t))
+			ctx := context.Background()
+			if _, err := repo.Create(ctx, domain.Group{ID: "g1", Name: "team", CreatorUserID: "alice", OwnerUserID: "alice",
+				JoinPolicy: "approval", InvitePermission: "admins"}, []domain.GroupMember{member("alice", domain.RoleOwner, 1)}); err != nil {
+				t.Fatal(err)
+			}
+			if g, err := repo.Get(ctx, "g1"); err != nil || g.InvitePermission != "admins" || g.JoinPolicy != "approval" {
+				t.Fatalf("stored group %+v %v", g, err)
+			}
+			members := "members"
+			if g, err := repo.Update(ctx, "g1", store.GroupUpdate{InvitePermission: &members}); err != nil || g.InvitePermission != "members" {
+				t.Fatalf("updated invite_permission: %+v %v", g, err)
+			}
+			first, created, err := repo.Apply(ctx, domain.GroupApplication{GroupID: "g1", UserID: "bob", ReqMsg: "hi"})
+			if err != nil || !created || first.ID == 0 || first.Status != domain.ApplicationPending || first.ReqMsg != "hi" || first.CreatedAt == 0 {
+				t.Fatalf("apply: %+v %v %v", first, created, err)
+			}
+			again, created, err := repo.Apply(ctx, domain.GroupApplication{GroupID: "g1", UserID: "bob", ReqMsg: "hello?"})
+			if err != nil || created || again.ID != first.ID || again.ReqMsg != "hi" {
+				t.Fatalf("apply again: %+v %v %v", again, created, err)
+			}
+			for _, u := range []string{"carol", "dave"} {
+				if _, _, err := repo.Apply(ctx, domain.GroupApplication{GroupID: "g1", UserID: u}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			page, err := repo.PendingApplications(ctx, "g1", 0, 2)
+			if err != nil || len(page) != 2 || page[0].UserID != "bob" || page[1].UserID != "carol" {
+				t.Fatalf("first page %+v %v", page, err)
+			}
+			if page, err = repo.PendingApplications(ctx, "g1", page[1].ID, 2); err != nil || len(page) != 1 || page[0].UserID != "dave" {
+				t.Fatalf("second page %+v %v", page, err)
+			}
+			if err := repo.AnswerApplication(ctx, "g1", "bob", "alice", domain.ApplicationRejected); err != nil {
+				t.Fatal(err)
+			}
+			if err := repo.AnswerApplication(ctx, "g1", "bob", "alice", domain.ApplicationAccepted); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("answering an answered application: %v", err)
+			}
+			if _, err := repo.PendingApplication(ctx, "g1", "bob"); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("rejected application still pending: %v", err)
+			}
+			if err := repo.AnswerApplication(ctx, "g1", "zed", "alice", domain.ApplicationAccepted); !errors.Is(err, domain.ErrNotFound) {
+				t.Fatalf("answering no application: %v", err)
+			}
+			// bob applies again after the rejection: a new application, listed last.
+			renewed, created, err := repo.Apply(ctx, domain.GroupApplication{GroupID: "g1", UserID: "bob", ReqMsg: "please"})
+			if err != nil || !created || renewed.ID <= first.ID || renewed.Status != domain.ApplicationPending {
+				t.Fatalf("renewed: %+v %v %v", renewed, created, err)
+			}
+			all, err := repo.PendingApplications(ctx, "g1", 0, 10)
+			if err != nil || len(all) != 3 || all[2].UserID != "bob" || all[2].ReqMsg != "please" {
+				t.Fatalf("pending after renewal %+v %v", all, err)
+			}
+			if got, err := repo.PendingApplication(ctx, "g1", "carol"); err != nil || got.UserID != "carol" {
+				t.Fatalf("carol's pending application %+v %v", got, err)
 			}
 		})
 	}

@@ -66,8 +66,19 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 	}
 	results := make([]SaveResult, len(msgs))
 	err := r.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		if err := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows).Error; err != nil {
+		ins := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows)
+		if err := ins.Error; err != nil {
 			return fmt.Errorf("insert %d messages: %w", len(rows), err)
+		}
+		if ins.RowsAffected == int64(len(rows)) {
+			// Every row went in (the common case): nothing to resolve, so
+			// no lookup. Affected rows count inserted rows only — MariaDB
+			// without RETURNING and without clientFoundRows (OpenMySQL
+			// enforces both), SQLite's changes().
+			for i := range rows {
+				results[i] = SaveResult{Outcome: Saved, Original: fromMessageRow(&rows[i])}
+			}
+			return r.finishBatch(tx, msgs, results, now)
 		}
 		stored, err := r.lookupByClientID(tx, msgs)
 		if err != nil {
@@ -85,18 +96,23 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 				results[i] = SaveResult{Outcome: Duplicate, Original: orig}
 			}
 		}
-		if err := r.advanceCursors(tx, msgs, results, now); err != nil {
-			return err
-		}
-		if err := saveMentions(tx, msgs, results); err != nil {
-			return err
-		}
-		return applyRevokes(tx, msgs, results, now)
+		return r.finishBatch(tx, msgs, results, now)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return results, nil
+}
+
+// finishBatch is SaveBatch's bookkeeping once every row's outcome is known.
+func (r *MessageRepo) finishBatch(tx *gorm.DB, msgs []domain.Message, results []SaveResult, now int64) error {
+	if err := r.advanceCursors(tx, msgs, results, now); err != nil {
+		return err
+	}
+	if err := saveMentions(tx, msgs, results); err != nil {
+		return err
+	}
+	return applyRevokes(tx, msgs, results, now)
 }
 
 type clientKey struct{ sender, clientMsgID string }

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"gorm.io/gorm"
+
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
@@ -166,6 +168,50 @@ func TestSaveBatchContract(t *testing.T) {
 			}
 			if _, err := msgs.ByClientMsgID(ctx, "alice", "c5"); err == nil {
 				t.Error("placeholder took the original client_msg_id")
+			}
+		})
+	}
+}
+
+// A batch whose rows all went in reads nothing back (no duplicate lookup);
+// a batch with a skipped row resolves it with one lookup.
+func TestSaveBatchLooksUpOnlyWhenRowsWereSkipped(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db := b.Open(t)
+			var mu sync.Mutex
+			lookups := 0
+			err := db.Gorm.Callback().Query().Before("gorm:query").Register("test:count_message_reads", func(tx *gorm.DB) {
+				if tx.Statement.Table == "messages" {
+					mu.Lock()
+					lookups++
+					mu.Unlock()
+				}
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := func() int { mu.Lock(); defer mu.Unlock(); n := lookups; lookups = 0; return n }
+			msgs := store.NewMessageRepo(db)
+			ctx := context.Background()
+			fresh := []domain.Message{textMsg("alice", "bob", "c1", 1), textMsg("alice", "bob", "c2", 2)}
+			res, err := msgs.SaveBatch(ctx, fresh)
+			if err != nil || res[0].Outcome != store.Saved || res[1].Outcome != store.Saved ||
+				res[1].Original.ServerMsgID != fresh[1].ServerMsgID || res[1].Original.Seq != 2 {
+				t.Fatalf("fresh batch: %+v %v", res, err)
+			}
+			if n := count(); n != 0 {
+				t.Fatalf("a batch with nothing skipped read messages %d times", n)
+			}
+			late := textMsg("alice", "bob", "c1", 3)
+			late.ServerMsgID = "srv-late"
+			res, err = msgs.SaveBatch(ctx, []domain.Message{late, textMsg("alice", "bob", "c3", 4)})
+			if err != nil || res[0].Outcome != store.Duplicate || res[0].Original.Seq != 1 || res[1].Outcome != store.Saved {
+				t.Fatalf("batch with a duplicate: %+v %v", res, err)
+			}
+			if n := count(); n != 1 {
+				t.Fatalf("a batch with a skipped row read messages %d times, want 1", n)
 			}
 		})
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"gorm.io/gorm"
+
+	"github.com/nexo-im/nexo/domain"
 )
 
 // migration is one versioned schema step. Up must be idempotent: it may run
@@ -22,6 +24,39 @@ var migrations = []migration{
 		return tx.AutoMigrate(allModels()...)
 	}},
 	{3, "sync: hidden conversations, latest message time, mentions, revoke intents", migrateSync},
+	{4, "integration: users.disabled_at (server API disable)", migrateUserDisabled},
+	{5, "users.id_norm: user IDs unique without letter case", migrateUserIDNorm},
+	{6, "groups: invite_permission, group_requests (join applications)", migrateGroupRequests},
+}
+
+// migrateGroupRequests is migration 6 (issue 13 items 6 and 9, docs/groups.md):
+// the per-group invite permission and the join applications of approval
+// groups, each added only when missing.
+func migrateGroupRequests(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if !m.HasColumn(&groupRow{}, "InvitePermission") {
+		if err := m.AddColumn(&groupRow{}, "InvitePermission"); err != nil {
+			return fmt.Errorf("add groups.invite_permission: %w", err)
+		}
+	}
+	if !m.HasTable(&groupRequestRow{}) {
+		if err := m.CreateTable(&groupRequestRow{}); err != nil {
+			return fmt.Errorf("create group_requests: %w", err)
+		}
+	}
+	return nil
+}
+
+// migrateUserDisabled is migration 4 (docs/integration.md).
+func migrateUserDisabled(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if m.HasColumn(&userRow{}, "DisabledAt") {
+		return nil
+	}
+	if err := m.AddColumn(&userRow{}, "DisabledAt"); err != nil {
+		return fmt.Errorf("add column disabled_at: %w", err)
+	}
+	return nil
 }
 
 // migrateSync is migration 3 (docs/sync.md): two columns and two tables,
@@ -45,6 +80,51 @@ func migrateSync(tx *gorm.DB, _ Dialect) error {
 		}
 		if err := m.CreateTable(t); err != nil {
 			return fmt.Errorf("create table: %w", err)
+		}
+	}
+	return nil
+}
+
+// migrateUserIDNorm is migration 5 (issue 13 item 15): users.id_norm,
+// filled with the lower-case ID, then a unique index on it. Accounts that
+// already clash without letter case (possible on SQLite, whose id compares
+// case-sensitively; MySQL's collation already refused them) all keep
+// working: the oldest gets id_norm, the later ones keep NULL, which the
+// unique index allows. From now on nobody registers a case variant of any
+// of them. Re-runnable: every step checks first.
+func migrateUserIDNorm(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if !m.HasColumn(&userRow{}, "IDNorm") {
+		if err := m.AddColumn(&userRow{}, "IDNorm"); err != nil {
+			return fmt.Errorf("add users.id_norm: %w", err)
+		}
+	}
+	var rows []struct {
+		ID     string
+		IDNorm *string
+	}
+	if err := tx.Model(&userRow{}).Select("id, id_norm").Order("created_at, id").Find(&rows).Error; err != nil {
+		return fmt.Errorf("read user ids: %w", err)
+	}
+	taken := make(map[string]bool, len(rows))
+	for _, r := range rows {
+		if r.IDNorm != nil {
+			taken[*r.IDNorm] = true
+		}
+	}
+	for _, r := range rows {
+		norm := domain.NormalizeUserID(r.ID)
+		if r.IDNorm != nil || taken[norm] {
+			continue
+		}
+		taken[norm] = true
+		if err := tx.Model(&userRow{}).Where("id = ?", r.ID).Update("id_norm", norm).Error; err != nil {
+			return fmt.Errorf("fill users.id_norm of %q: %w", r.ID, err)
+		}
+	}
+	if !m.HasIndex(&userRow{}, "uk_users_id_norm") {
+		if err := m.CreateIndex(&userRow{}, "uk_users_id_norm"); err != nil {
+			return fmt.Errorf("create uk_users_id_norm: %w", err)
 		}
 	}
 	return nil

@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
 )
@@ -24,7 +26,7 @@ func TestMigrateIsIdempotentAndComplete(t *testing.T) {
 			}
 			m := db.Gorm.Migrator()
 			for table, indexes := range map[string][]string{
-				"users":             {"idx_created_at"},
+				"users":             {"idx_created_at", "uk_users_id_norm"},
 				"groups":            {"idx_creator", "idx_status"},
 				"group_members":     {"uk_group_user", "idx_group_status", "idx_user_id"},
 				"conversations":     {"uk_owner_conv", "idx_owner", "idx_conv_type"},
@@ -73,5 +75,64 @@ func TestMySQLTablesAreUTF8MB4(t *testing.T) {
 		if len(r.TableCollation) < 7 || r.TableCollation[:7] != "utf8mb4" {
 			t.Errorf("%s has collation %s", r.TableName, r.TableCollation)
 		}
+	}
+}
+
+// TestMigrateUserIDNorm: migration 5 on a database that predates it, with
+// accounts that clash without letter case: every account keeps working,
+// the oldest of a clash gets id_norm, and no new case variant registers.
+func TestMigrateUserIDNorm(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db := b.Open(t)
+			ctx := context.Background()
+			g := db.Gorm.WithContext(ctx)
+			// Back to version 4: no index, no id_norm values.
+			if err := g.Migrator().DropIndex("users", "uk_users_id_norm"); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Exec("DELETE FROM schema_migrations WHERE version = 5").Error; err != nil {
+				t.Fatal(err)
+			}
+			for i, id := range []string{"dana", "Dana", "DANA", "eve"} {
+				if err := g.Exec("INSERT INTO users (id, nickname, avatar, password_hash, created_at, updated_at) VALUES (?, ?, '', 'h', ?, ?)",
+					id, id, 100+i, 100+i).Error; err != nil {
+					t.Fatal(err)
+				}
+			}
+			applied, err := db.Migrate(ctx)
+			if err != nil || len(applied) != 1 || applied[0] != 5 {
+				t.Fatalf("applied %v, err %v", applied, err)
+			}
+			norms := map[string]*string{}
+			var rows []struct {
+				ID     string
+				IDNorm *string
+			}
+			if err := g.Table("users").Select("id, id_norm").Find(&rows).Error; err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range rows {
+				norms[r.ID] = r.IDNorm
+			}
+			if norms["dana"] == nil || *norms["dana"] != "dana" || norms["Dana"] != nil || norms["DANA"] != nil || norms["eve"] == nil {
+				t.Fatalf("id_norm after migration: %v", rows)
+			}
+			repo := store.NewUserRepo(db)
+			for _, id := range []string{"dana", "Dana", "DANA", "eve"} {
+				if _, err := repo.Get(ctx, id); err != nil {
+					t.Fatalf("%s no longer found: %v", id, err)
+				}
+			}
+			for _, id := range []string{"dAna", "EVE"} {
+				if _, err := repo.Create(ctx, domain.User{ID: id, Nickname: id, PasswordHash: "h"}); !errors.Is(err, domain.ErrUserExists) {
+					t.Fatalf("create %s: %v, want ErrUserExists", id, err)
+				}
+			}
+			if applied, err := db.Migrate(ctx); err != nil || len(applied) != 0 {
+				t.Fatalf("migrate again: %v %v", applied, err)
+			}
+		})
 	}
 }

@@ -5,13 +5,19 @@ package store
 // of the schema: VARCHAR(64) IDs, VARCHAR(256) conversation IDs, utf8mb4.
 
 type userRow struct {
-	ID           string  `gorm:"column:id;type:varchar(64);primaryKey"`
+	ID string `gorm:"column:id;type:varchar(64);primaryKey"`
+	// IDNorm is NormalizeUserID(ID), unique: "Alice" and "alice" cannot
+	// both register. NULL only for accounts that predate migration 5 and
+	// clash with an older one (docs/schema.md).
+	IDNorm       *string `gorm:"column:id_norm;type:varchar(64);uniqueIndex:uk_users_id_norm"`
 	Nickname     string  `gorm:"column:nickname;type:varchar(128);not null;default:''"`
 	Avatar       string  `gorm:"column:avatar;type:varchar(512);not null;default:''"`
 	PasswordHash string  `gorm:"column:password_hash;type:varchar(255);not null;default:''"`
 	Extra        *string `gorm:"column:extra;type:json"`
-	CreatedAt    int64   `gorm:"column:created_at;not null;autoCreateTime:false;index:idx_created_at"`
-	UpdatedAt    int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// DisabledAt is when the server API disabled the user (Unix ms); 0 = enabled.
+	DisabledAt int64 `gorm:"column:disabled_at;not null;default:0"`
+	CreatedAt  int64 `gorm:"column:created_at;not null;autoCreateTime:false;index:idx_created_at"`
+	UpdatedAt  int64 `gorm:"column:updated_at;not null;autoUpdateTime:false"`
 }
 
 func (userRow) TableName() string { return "users" }
@@ -27,11 +33,30 @@ type groupRow struct {
 	OwnerUserID   string  `gorm:"column:owner_user_id;type:varchar(64);not null;default:''"`
 	GroupType     int     `gorm:"column:group_type;not null;default:0"`
 	JoinPolicy    string  `gorm:"column:join_policy;type:varchar(16);not null;default:'open'"`
-	CreatedAt     int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
-	UpdatedAt     int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// InvitePermission is "members", "admins" or '' (the server's
+	// group.invite_permission); added by migration 6.
+	InvitePermission string `gorm:"column:invite_permission;type:varchar(16);not null;default:''"`
+	CreatedAt        int64  `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt        int64  `gorm:"column:updated_at;not null;autoUpdateTime:false"`
 }
 
 func (groupRow) TableName() string { return "groups" }
+
+// groupRequestRow is a join application of an approval group (migration
+// 6), one row per group and user: applying again reuses it.
+type groupRequestRow struct {
+	ID            int64  `gorm:"column:id;primaryKey;autoIncrement"`
+	GroupID       string `gorm:"column:group_id;type:varchar(64);not null;uniqueIndex:uk_group_req_user,priority:1;index:idx_group_req_status,priority:1"`
+	UserID        string `gorm:"column:user_id;type:varchar(64);not null;uniqueIndex:uk_group_req_user,priority:2"`
+	ReqMsg        string `gorm:"column:req_msg;type:varchar(255);not null;default:''"`
+	HandleResult  int    `gorm:"column:handle_result;not null;default:0;index:idx_group_req_status,priority:2"`
+	HandlerUserID string `gorm:"column:handler_user_id;type:varchar(64);not null;default:''"`
+	HandledAt     int64  `gorm:"column:handled_at;not null;default:0"`
+	CreatedAt     int64  `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt     int64  `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+}
+
+func (groupRequestRow) TableName() string { return "group_requests" }
 
 type groupMemberRow struct {
 	ID            int64   `gorm:"column:id;primaryKey;autoIncrement"`

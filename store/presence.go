@@ -21,11 +21,16 @@ import (
 //   - a crashed instance's member disappears with the key's TTL once no live
 //     instance refreshes it, so a user is never shown online much longer
 //     than ws.presence_ttl after their last connection.
+//
+// With a liveness check (WithLive) a member counts only while its instance
+// is live: a crashed instance's entries stop counting when its membership
+// lapses (cluster.instance_ttl), not when the presence TTL runs out.
 type Presence struct {
 	rdb      redis.UniversalClient
 	keys     Keys
 	instance string
 	ttl      time.Duration
+	live     func(ctx context.Context, instance string) bool
 }
 
 // NewPresence returns the presence store on rdb with keys under keys.Prefix.
@@ -33,6 +38,14 @@ type Presence struct {
 // while it runs, e.g. host name + pid); ttl is ws.presence_ttl.
 func NewPresence(rdb redis.UniversalClient, keys Keys, instance string, ttl time.Duration) *Presence {
 	return &Presence{rdb: rdb, keys: keys, instance: instance, ttl: ttl}
+}
+
+// WithLive returns a copy of p whose reads count a member only while
+// live(ctx, member) is true (store.Membership.IsLive).
+func (p *Presence) WithLive(live func(ctx context.Context, instance string) bool) *Presence {
+	c := *p
+	c.live = live
+	return &c
 }
 
 // MarkOnline adds this instance to the user's presence and (re)sets the TTL,
@@ -59,36 +72,61 @@ func (p *Presence) MarkOffline(ctx context.Context, userID string) error {
 	return nil
 }
 
-// IsOnline reports whether the user has a live connection on any instance.
+// IsOnline reports whether the user has a live connection on any live
+// instance.
 func (p *Presence) IsOnline(ctx context.Context, userID string) (bool, error) {
-	n, err := p.rdb.Exists(ctx, p.keys.Online(userID)).Result()
-	if err != nil {
-		return false, fmt.Errorf("presence of %s: %w", userID, err)
-	}
-	return n > 0, nil
+	online, err := p.OnlineOf(ctx, []string{userID})
+	return len(online) > 0, err
 }
 
 // OnlineOf returns which of userIDs are online, in their order, with one
 // pipelined round trip.
 func (p *Presence) OnlineOf(ctx context.Context, userIDs []string) ([]string, error) {
+	at, err := p.InstancesOf(ctx, userIDs)
+	if err != nil {
+		return nil, err
+	}
+	var online []string
+	for i, ins := range at {
+		if len(ins) > 0 {
+			online = append(online, userIDs[i])
+		}
+	}
+	return online, nil
+}
+
+// InstancesOf returns, for each of userIDs in order, the live instances
+// (presence members) holding a connection of the user, with one pipelined
+// round trip; nil for a user who is offline.
+func (p *Presence) InstancesOf(ctx context.Context, userIDs []string) ([][]string, error) {
 	if len(userIDs) == 0 {
 		return nil, nil
 	}
-	cmds := make([]*redis.IntCmd, len(userIDs))
+	cmds := make([]*redis.StringSliceCmd, len(userIDs))
 	_, err := p.rdb.Pipelined(ctx, func(pipe redis.Pipeliner) error {
 		for i, u := range userIDs {
-			cmds[i] = pipe.Exists(ctx, p.keys.Online(u))
+			cmds[i] = pipe.SMembers(ctx, p.keys.Online(u))
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("presence of %d users: %w", len(userIDs), err)
 	}
-	var online []string
+	out := make([][]string, len(userIDs))
 	for i, c := range cmds {
-		if c.Val() > 0 {
-			online = append(online, userIDs[i])
+		ins := c.Val()
+		if p.live != nil {
+			kept := ins[:0]
+			for _, in := range ins {
+				if p.live(ctx, in) {
+					kept = append(kept, in)
+				}
+			}
+			ins = kept
+		}
+		if len(ins) > 0 {
+			out[i] = ins
 		}
 	}
-	return online, nil
+	return out, nil
 }

@@ -2,9 +2,15 @@ package store
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -12,21 +18,139 @@ import (
 	"github.com/nexo-im/nexo/configs"
 )
 
-// OpenRedis connects to the Redis at cfg.Addr and pings it. The caller owns
-// the client and closes it. Errors name the address; a failed ping closes the
+// OpenRedis builds the client of cfg.Mode and pings every master: a plain
+// client for standalone (cfg.Addr, or the one cfg.Addrs entry), a
+// ClusterClient for cluster (cfg.Addrs are seed nodes; the slot map is
+// discovered from them), a FailoverClient for sentinel (cfg.Addrs are the
+// sentinels, cfg.MasterName the master). The caller owns the client and
+// closes it. Errors name the mode and addresses; a failed ping closes the
 // client before returning.
-func OpenRedis(ctx context.Context, cfg configs.Redis) (redis.UniversalClient, error) {
-	rdb := redis.NewClient(&redis.Options{
-		Addr:     cfg.Addr,
-		Password: cfg.Password,
-		DB:       cfg.DB,
-		PoolSize: cfg.PoolSize,
-	})
-	if err := rdb.Ping(ctx).Err(); err != nil {
+//
+// m (may be nil) receives per-server errors, redirects and reconnects.
+func OpenRedis(ctx context.Context, cfg configs.Redis, m *RedisMetrics) (redis.UniversalClient, error) {
+	rdb, err := NewRedisClient(cfg, m)
+	if err != nil {
+		return nil, err
+	}
+	if err := PingRedis(ctx, rdb); err != nil {
 		_ = rdb.Close()
-		return nil, fmt.Errorf("ping redis %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("ping redis (%s %s): %w", cfg.Mode, strings.Join(cfg.Addresses(), ","), err)
 	}
 	return rdb, nil
+}
+
+// NewRedisClient builds the client of cfg.Mode without connecting (see
+// OpenRedis). The only error is an unreadable redis.tls.ca_file.
+func NewRedisClient(cfg configs.Redis, m *RedisMetrics) (redis.UniversalClient, error) {
+	tlsCfg, err := redisTLS(cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	addrs := cfg.Addresses()
+	switch cfg.Mode {
+	case configs.RedisCluster:
+		var cc *redis.ClusterClient
+		// A node that stops answering is usually a master that died: reload
+		// the slot map at once (at most every 100 ms) instead of waiting for
+		// go-redis's periodic refresh, so the promoted replica is used as
+		// soon as the cluster names it.
+		reload := throttle(100*time.Millisecond, func() { cc.ReloadState(context.Background()) })
+		cc = redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs: addrs, Username: cfg.Username, Password: cfg.Password,
+			PoolSize: cfg.PoolSize, TLSConfig: tlsCfg,
+			NewClient: func(opt *redis.Options) *redis.Client {
+				c := redis.NewClient(opt)
+				c.AddHook(nodeHook{m: m, addr: opt.Addr, reload: reload})
+				return c
+			},
+		})
+		return cc, nil
+	case configs.RedisSentinel:
+		c := redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName: cfg.MasterName, SentinelAddrs: addrs, SentinelPassword: cfg.SentinelPassword,
+			Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
+			PoolSize: cfg.PoolSize, TLSConfig: tlsCfg,
+		})
+		c.AddHook(nodeHook{m: m}) // the master's address is learnt at each dial
+		return c, nil
+	default:
+		addr := ""
+		if len(addrs) > 0 {
+			addr = addrs[0]
+		}
+		c := redis.NewClient(&redis.Options{
+			Addr: addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
+			PoolSize: cfg.PoolSize, TLSConfig: tlsCfg,
+		})
+		c.AddHook(nodeHook{m: m, addr: addr})
+		return c, nil
+	}
+}
+
+// PingRedis pings every master: each master of a Redis Cluster (so
+// /readyz fails while any slot range has no reachable master), the one
+// server otherwise.
+func PingRedis(ctx context.Context, rdb redis.UniversalClient) error {
+	cc, ok := rdb.(*redis.ClusterClient)
+	if !ok {
+		return rdb.Ping(ctx).Err()
+	}
+	if err := cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		if err := node.Ping(ctx).Err(); err != nil {
+			return fmt.Errorf("master %s: %w", node.Options().Addr, err)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	// A master may answer while the cluster refuses commands (a slot range
+	// without a master after a failed failover): ask the cluster itself.
+	info, err := cc.ClusterInfo(ctx).Result()
+	if err != nil {
+		return err
+	}
+	if !strings.Contains(info, "cluster_state:ok") {
+		return fmt.Errorf("redis cluster state is not ok")
+	}
+	return nil
+}
+
+// ForEachMaster runs fn on every master: each master node of a Redis
+// Cluster, or the client itself (standalone, sentinel). Scans and other
+// whole-keyspace work go through it, because a cluster client's SCAN only
+// reaches one node. On a cluster fn runs concurrently, one goroutine per
+// master: what it shares must be safe for that.
+func ForEachMaster(ctx context.Context, rdb redis.UniversalClient, fn func(ctx context.Context, node redis.UniversalClient) error) error {
+	if cc, ok := rdb.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return fn(ctx, node) })
+	}
+	return fn(ctx, rdb)
+}
+
+// Masters counts the masters: the cluster's masters, 1 otherwise.
+func Masters(ctx context.Context, rdb redis.UniversalClient) (int, error) {
+	var n atomic.Int64
+	err := ForEachMaster(ctx, rdb, func(context.Context, redis.UniversalClient) error { n.Add(1); return nil })
+	return int(n.Load()), err
+}
+
+func redisTLS(cfg configs.RedisTLS) (*tls.Config, error) {
+	if !cfg.Enabled {
+		return nil, nil
+	}
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.ServerName}
+	if cfg.CAFile != "" {
+		pem, err := os.ReadFile(cfg.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("redis.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("redis.tls.ca_file %s: no PEM certificate in it", cfg.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	return tc, nil
 }
 
 // StartEmbeddedRedis starts the in-process Redis-compatible server of the
@@ -34,16 +158,41 @@ func OpenRedis(ctx context.Context, cfg configs.Redis) (redis.UniversalClient, e
 // address and a stop function. Everything it holds lives in memory and is
 // lost when stop runs or the process exits.
 //
-// miniredis only expires keys when told to; ClockTTL makes TTLs follow the
-// wall clock, as a real Redis does, so token and presence keys expire.
+// miniredis only expires keys when told to, and telling it walks and sorts
+// every key. Its ClockTTL mode does that on every command, so the cost of a
+// command grew with the number of keys (one idempotency record per message
+// for two_phase.idempotency_ttl): the embedded server served about 160
+// msg/s at one full core, falling as keys accumulated. Instead a ticker
+// advances TTLs every embeddedTTLTick, so keys expire at most that much
+// late (tokens, presence and leases have TTLs of seconds or more).
 func StartEmbeddedRedis() (addr string, stop func(), err error) {
 	m, err := miniredis.Run()
 	if err != nil {
 		return "", nil, fmt.Errorf("start embedded redis: %w", err)
 	}
-	m.ClockTTL(true)
-	return m.Addr(), m.Close, nil
+	done := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		t := time.NewTicker(embeddedTTLTick)
+		defer t.Stop()
+		last := time.Now()
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				m.FastForward(now.Sub(last))
+				last = now
+			}
+		}
+	}()
+	var once sync.Once
+	return m.Addr(), func() { once.Do(func() { close(done); <-ticked; m.Close() }) }, nil
 }
+
+// embeddedTTLTick is how often the embedded Redis advances its TTLs.
+const embeddedTTLTick = 250 * time.Millisecond
 
 // Keys builds Redis key names under a configurable prefix (redis.key_prefix),
 // so several deployments or tests can share one Redis. Names follow the seed

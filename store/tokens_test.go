@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -124,5 +125,55 @@ func TestKeys(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+// TestRevokeAllRaisesFloor: RevokeAll deletes Nexo's records except the
+// kept platform and refuses app-signed tokens issued until now, except the
+// kept jti; a later revocation without a kept jti refuses that one too.
+func TestRevokeAllRaisesFloor(t *testing.T) {
+	for name, open := range storetest.RedisBackends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			rdb, keys := open(t)
+			tokens := store.NewTokens(rdb, keys)
+			ctx := context.Background()
+			allowed := func(jti string, iat time.Time) bool {
+				t.Helper()
+				ok, err := tokens.ExternalAllowed(ctx, "u1", iat, jti)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return ok
+			}
+			past := time.Now().Add(-time.Minute)
+			for p := 1; p <= 3; p++ {
+				if _, err := tokens.Activate(ctx, "u1", p, "j"+strconv.Itoa(p), time.Hour); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !allowed("ext:a", past) {
+				t.Fatal("no revocation yet: app-signed tokens count")
+			}
+			revoked, err := tokens.RevokeAll(ctx, "u1", 2, "ext:a")
+			if err != nil || len(revoked) != 2 || revoked[1] != "j1" || revoked[3] != "j3" {
+				t.Fatalf("RevokeAll keeping platform 2: %v, %v", revoked, err)
+			}
+			if ok, _ := tokens.IsActive(ctx, "u1", 2, "j2"); !ok {
+				t.Fatal("the kept platform's token must stay")
+			}
+			if !allowed("ext:a", past) || allowed("ext:b", past) {
+				t.Fatal("after RevokeAll keeping ext:a: only ext:a counts")
+			}
+			if !allowed("ext:c", time.Now().Add(2*time.Second)) {
+				t.Fatal("a token issued after the revocation counts")
+			}
+			if _, err := tokens.RevokeAll(ctx, "u1", 0, ""); err != nil {
+				t.Fatal(err)
+			}
+			if allowed("ext:a", past) {
+				t.Fatal("a revocation keeping nothing refuses ext:a too")
+			}
+		})
 	}
 }

@@ -21,12 +21,14 @@ func NewUserRepo(db *DB) *UserRepo { return &UserRepo{db: db} }
 const existingChunk = 500
 
 // Create inserts u with CreatedAt = UpdatedAt = now and returns the stored
-// user. A taken ID is domain.ErrUserExists. Field lengths are the caller's
+// user. A taken ID is domain.ErrUserExists, also when it differs from the
+// taken one only in letter case (unique on id_norm). Field lengths are the caller's
 // to check (domain.MaxNicknameLen, ...); the schema refuses longer values
 // on MySQL.
 func (r *UserRepo) Create(ctx context.Context, u domain.User) (domain.User, error) {
 	now := nowMillis()
-	row := userRow{ID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar, PasswordHash: u.PasswordHash, CreatedAt: now, UpdatedAt: now}
+	norm := domain.NormalizeUserID(u.ID)
+	row := userRow{ID: u.ID, IDNorm: &norm, Nickname: u.Nickname, Avatar: u.Avatar, PasswordHash: u.PasswordHash, CreatedAt: now, UpdatedAt: now}
 	err := mapErr(r.db.Gorm.WithContext(ctx).Create(&row).Error, domain.ErrUserNotFound)
 	if errors.Is(err, domain.ErrDuplicate) {
 		return domain.User{}, fmt.Errorf("create user %q: %w", u.ID, domain.ErrUserExists)
@@ -79,6 +81,20 @@ func (r *UserRepo) Update(ctx context.Context, id string, nickname, avatar *stri
 	return r.Get(ctx, id)
 }
 
+// SetPassword replaces the password hash of user id (and updated_at). An
+// unknown ID is domain.ErrUserNotFound.
+func (r *UserRepo) SetPassword(ctx context.Context, id, hash string) error {
+	if _, err := r.Get(ctx, id); err != nil {
+		return err
+	}
+	err := r.db.Gorm.WithContext(ctx).Model(&userRow{}).Where("id = ?", id).
+		Updates(map[string]any{"password_hash": hash, "updated_at": nowMillis()}).Error
+	if err != nil {
+		return fmt.Errorf("set password of %q: %w", id, err)
+	}
+	return nil
+}
+
 // Existing reports which of ids are registered users: the result holds
 // true for each one that exists (exact match) and no entry for the others.
 // Duplicates in ids are fine; an empty ids gives an empty map.
@@ -107,6 +123,54 @@ func (r *UserRepo) Existing(ctx context.Context, ids []string) (map[string]bool,
 func (row userRow) toDomain() domain.User {
 	return domain.User{
 		ID: row.ID, Nickname: row.Nickname, Avatar: row.Avatar, PasswordHash: row.PasswordHash,
-		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, Disabled: row.DisabledAt != 0,
 	}
+}
+
+// SetDisabled disables or enables the user and returns it as stored; an
+// unknown ID is domain.ErrUserNotFound.
+func (r *UserRepo) SetDisabled(ctx context.Context, id string, disabled bool) (domain.User, error) {
+	if _, err := r.Get(ctx, id); err != nil {
+		return domain.User{}, err
+	}
+	at := int64(0)
+	if disabled {
+		at = nowMillis()
+	}
+	err := r.db.Gorm.WithContext(ctx).Model(&userRow{}).Where("id = ?", id).
+		Updates(map[string]any{"disabled_at": at, "updated_at": nowMillis()}).Error
+	if err != nil {
+		return domain.User{}, fmt.Errorf("disable user %q: %w", id, err)
+	}
+	return r.Get(ctx, id)
+}
+
+// Delete removes the user's account row; an unknown ID is
+// domain.ErrUserNotFound. Messages, memberships and conversations stay (a
+// group keeps its history); the ID may be registered again later.
+func (r *UserRepo) Delete(ctx context.Context, id string) error {
+	if _, err := r.Get(ctx, id); err != nil {
+		return err
+	}
+	if err := r.db.Gorm.WithContext(ctx).Where("id = ?", id).Delete(&userRow{}).Error; err != nil {
+		return fmt.Errorf("delete user %q: %w", id, err)
+	}
+	return nil
+}
+
+// Nicknames returns the nickname of each of ids that exists (exact match).
+func (r *UserRepo) Nicknames(ctx context.Context, ids []string) (map[string]string, error) {
+	out := make(map[string]string, len(ids))
+	for start := 0; start < len(ids); start += existingChunk {
+		chunk := ids[start:min(start+existingChunk, len(ids))]
+		var rows []userRow
+		err := r.db.Gorm.WithContext(ctx).Select("id", "nickname").Where("id IN ?", chunk).Find(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("nicknames of %d users: %w", len(chunk), err)
+		}
+		for _, row := range rows {
+			out[row.ID] = row.Nickname
+		}
+	}
+	return out, nil
 }

@@ -126,21 +126,28 @@ func everyThird(ids []string) []string {
 	return out
 }
 
-// IDs are case-sensitive on every backend: "Casey" and "casey" are two users.
-func TestUserIDsAreCaseSensitive(t *testing.T) {
+// IDs are stored as registered and looked up exactly, but unique without
+// letter case on every backend: "Casey" cannot register beside "casey"
+// (issue 13 item 15).
+func TestUserIDsAreUniqueWithoutCase(t *testing.T) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			repo := store.NewUserRepo(b.Open(t))
 			ctx := context.Background()
-			for _, id := range []string{"casey", "Casey"} {
-				if _, err := repo.Create(ctx, domain.User{ID: id, Nickname: id, PasswordHash: "h", CreatedAt: 1, UpdatedAt: 1}); err != nil {
-					t.Fatalf("create %s: %v", id, err)
+			if _, err := repo.Create(ctx, domain.User{ID: "Casey", Nickname: "C", PasswordHash: "h"}); err != nil {
+				t.Fatal(err)
+			}
+			for _, id := range []string{"casey", "CASEY", "Casey"} {
+				if _, err := repo.Create(ctx, domain.User{ID: id, Nickname: id, PasswordHash: "h"}); !errors.Is(err, domain.ErrUserExists) {
+					t.Fatalf("create %s beside Casey: %v, want ErrUserExists", id, err)
 				}
 			}
-			u, err := repo.Get(ctx, "Casey")
-			if err != nil || u.Nickname != "Casey" {
+			if u, err := repo.Get(ctx, "Casey"); err != nil || u.ID != "Casey" {
 				t.Fatalf("get Casey = %+v, %v", u, err)
+			}
+			if _, err := repo.Get(ctx, "casey"); !errors.Is(err, domain.ErrUserNotFound) {
+				t.Fatalf("get casey: %v, want ErrUserNotFound (IDs match exactly)", err)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -20,32 +21,45 @@ import (
 // path on it when two_phase.fail_open is set.
 var ErrRedisUnavailable = errors.New("redis unavailable")
 
-// acceptScript is the accept step: idempotency claim, seq allocation and
-// XADD in one atomic call. KEYS: idem, seq[, stream]. ARGV: server_msg_id,
-// send_at, idem TTL (ms), route, body, origin conn, accepted_at. Without a
-// stream key it only claims and allocates (the synchronous path). Replies
-// {status, server_msg_id, seq, send_at, saved}: status "ok" (new), "dup"
-// (a retry: the original's values), or "lease" (the current database lease
-// is used up or Redis lost it: lease a block and install it first).
+// acceptScript is the accept step: idempotency claim, seq allocation, the
+// in-flight mark and XADD in one atomic call. KEYS: idem, seq, in-flight[,
+// stream]. ARGV: server_msg_id, send_at, idem TTL (ms), route, body, origin
+// conn, accepted_at, fence ('1' or '0'), in-flight mark expiry (Unix ms),
+// the in-flight key's TTL (ms). Without a stream key it only claims,
+// allocates and marks (the synchronous path). Replies {status, server_msg_id, seq, send_at, saved,
+// node}: status "ok" (new), "dup" (a retry: the original's values), "lease"
+// (the current database lease is used up or Redis lost it: lease a block
+// and install it first) or "stale" (fence on: the allocator was last
+// written by another Redis server — a promoted replica, a restart from
+// disk, a migrated slot — so it may be older than what was issued: lease
+// a fresh block). node is the run_id of the server that ran the script
+// (fence on), which the lost-message check watches for changes.
 var acceptScript = redis.NewScript(`
+local me = ''
+if ARGV[8] == '1' then me = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '' end
 local ex = redis.call('HMGET', KEYS[1], 'id', 'seq', 'at', 'saved')
 if ex[1] then
-  return {'dup', ex[1], ex[2], ex[3], ex[4] or '0'}
+  return {'dup', ex[1], ex[2], ex[3], ex[4] or '0', me}
 end
-local s = redis.call('HMGET', KEYS[2], 'cur', 'ceil')
+local s = redis.call('HMGET', KEYS[2], 'cur', 'ceil', 'node')
 local cur = tonumber(s[1]) or 0
 local ceil = tonumber(s[2]) or 0
 if cur >= ceil then
-  return {'lease', '', string.format('%d', cur), '', '0'}
+  return {'lease', '', string.format('%d', cur), '', '0', me}
+end
+if me ~= '' and s[3] ~= me then
+  return {'stale', '', string.format('%d', cur), '', '0', me}
 end
 local seq = string.format('%d', cur + 1)
 redis.call('HSET', KEYS[2], 'cur', seq)
 redis.call('HSET', KEYS[1], 'id', ARGV[1], 'seq', seq, 'at', ARGV[2], 'saved', '0')
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
-if #KEYS >= 3 then
-  redis.call('XADD', KEYS[3], '*', 'seq', seq, 'r', ARGV[4], 'm', ARGV[5], 'c', ARGV[6], 't', ARGV[7])
+redis.call('ZADD', KEYS[3], ARGV[9], seq)
+redis.call('PEXPIRE', KEYS[3], ARGV[10])
+if #KEYS >= 4 then
+  redis.call('XADD', KEYS[4], '*', 'seq', seq, 'r', ARGV[4], 'm', ARGV[5], 'c', ARGV[6], 't', ARGV[7])
 end
-return {'ok', ARGV[1], seq, ARGV[2], '0'}
+return {'ok', ARGV[1], seq, ARGV[2], '0', me}
 `)
 
 // installScript installs a database lease (ARGV base, ceiling) into a
@@ -57,10 +71,25 @@ return {'ok', ARGV[1], seq, ARGV[2], '0'}
 // belong to someone else; installing (x, x) so retires everything up to x
 // (used after seqs were issued around Redis). A stale, lower lease changes
 // nothing.
+//
+// Fence on (ARGV[3] = '1'): an allocator last written by another server
+// (field node is not this server's run_id) may have lost issued seqs with
+// its old master, so its current block is retired first (cur = ceil): the
+// new lease comes from the database, above every seq ever leased, and no
+// seq can be issued twice. The allocator is then tagged with this server.
+// Replies {stale (0/1), cur before the install}.
 var installScript = redis.NewScript(`
-local s = redis.call('HMGET', KEYS[1], 'cur', 'ceil')
+local me = ''
+if ARGV[3] == '1' then me = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '' end
+local s = redis.call('HMGET', KEYS[1], 'cur', 'ceil', 'node')
 local cur = tonumber(s[1]) or 0
 local ceil = tonumber(s[2]) or 0
+local was = cur
+local stale = 0
+if me ~= '' and s[3] and s[3] ~= me then
+  stale = 1
+  if cur < ceil then cur = ceil end
+end
 local base = tonumber(ARGV[1])
 local nc = tonumber(ARGV[2])
 if base == ceil and nc > ceil then
@@ -71,7 +100,8 @@ else
 end
 if cur > ceil then ceil = cur end
 redis.call('HSET', KEYS[1], 'cur', string.format('%d', cur), 'ceil', string.format('%d', ceil))
-return 1
+if me ~= '' then redis.call('HSET', KEYS[1], 'node', me) end
+return {stale, string.format('%d', was)}
 `)
 
 // Leaser leases seq blocks from the database (store.SeqRepo).
@@ -87,12 +117,25 @@ type Accepter struct {
 	block    int64
 	idemTTL  time.Duration
 	inflight singleflight.Group
+	batch    *evalBatcher // acceptScript calls, pipelined under load
+	opt      acceptOptions
+	lost     *lostCheck // nil without WithLostCheck
 }
 
 // NewAccepter returns an Accepter. block is seq.lease_block; idemTTL is
-// two_phase.idempotency_ttl.
-func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int64, idemTTL time.Duration) *Accepter {
-	return &Accepter{rdb: rdb, keys: keys, leaser: leaser, block: block, idemTTL: idemTTL}
+// two_phase.idempotency_ttl. By default the allocator is fenced by the
+// Redis server's run_id (see installScript); opts change that and add the
+// replica wait and the lost-message check.
+func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int64, idemTTL time.Duration, opts ...AcceptOption) *Accepter {
+	a := &Accepter{rdb: rdb, keys: keys, leaser: leaser, block: block, idemTTL: idemTTL, opt: acceptOptions{fence: true},
+		batch: newEvalBatcher(rdb, acceptScript)}
+	for _, o := range opts {
+		o(&a.opt)
+	}
+	if a.opt.lookup != nil {
+		a.lost = newLostCheck(a, a.opt)
+	}
+	return a
 }
 
 // Keys returns the key scheme.
@@ -129,7 +172,8 @@ type Accepted struct {
 func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, error) {
 	m := &req.Msg
 	shard := a.keys.Shard(m.ConversationID)
-	keys := []string{a.keys.Idem(shard, m.SenderID, m.ClientMsgID), a.keys.Seq(shard, m.ConversationID)}
+	keys := []string{a.keys.Idem(shard, m.SenderID, m.ClientMsgID), a.keys.Seq(shard, m.ConversationID),
+		a.keys.InFlight(shard, m.ConversationID)}
 	if req.Append {
 		stream := a.keys.ToSave(shard)
 		if req.Route == DeliverFirst {
@@ -138,32 +182,49 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 		keys = append(keys, stream)
 	}
 	now := time.Now().UnixMilli()
-	args := []any{m.ServerMsgID, m.SendAt, a.idemTTL.Milliseconds(), string(req.Route), "", req.OriginConn, now}
+	fence := "0"
+	if a.opt.fence {
+		fence = "1"
+	}
+	// A stream entry stays in flight until the save stage settles it (the
+	// mark's expiry only bounds the harm of an entry that can never be
+	// decoded); a synchronous save has SyncSaveWindow.
+	markFor := max(a.idemTTL, SyncSaveWindow)
+	if !req.Append {
+		markFor = SyncSaveWindow
+	}
+	args := []any{m.ServerMsgID, m.SendAt, a.idemTTL.Milliseconds(), string(req.Route), "", req.OriginConn, now, fence,
+		now + markFor.Milliseconds(), max(a.idemTTL, SyncSaveWindow).Milliseconds()}
 	if req.Append {
 		args[4] = EncodeMessage(m)
 	}
 	for attempt := 0; ; attempt++ {
-		res, err := acceptScript.Run(ctx, a.rdb, keys, args...).StringSlice()
+		res, err := a.run(ctx, keys, args, req.Append)
 		if err != nil {
-			return Accepted{}, classify("accept", err)
+			return Accepted{}, err
 		}
-		if len(res) != 5 {
+		if len(res) != 6 {
 			return Accepted{}, fmt.Errorf("accept: unexpected reply %q", res)
 		}
+		a.lost.sawNode(shard, res[5])
 		switch res[0] {
 		case "ok", "dup":
 			seq, _ := strconv.ParseInt(res[2], 10, 64)
 			at, _ := strconv.ParseInt(res[3], 10, 64)
-			return Accepted{ServerMsgID: res[1], Seq: seq, SendAt: at, Shard: shard,
-				Duplicate: res[0] == "dup", Saved: res[4] == "1"}, nil
-		case "lease":
+			acc := Accepted{ServerMsgID: res[1], Seq: seq, SendAt: at, Shard: shard,
+				Duplicate: res[0] == "dup", Saved: res[4] == "1"}
+			if !acc.Duplicate && req.Append {
+				a.lost.record(shard, keys[0], m, seq)
+			}
+			return acc, nil
+		case "lease", "stale":
 			// Under a burst on one conversation other accepts may use up a
 			// fresh lease before this one retries; each round still serves
 			// a whole block, so the bound is only against a broken install.
 			if attempt >= 100 {
 				return Accepted{}, fmt.Errorf("accept %s: lease not taking effect after %d attempts", m.ConversationID, attempt)
 			}
-			if err := a.refill(ctx, shard, m.ConversationID); err != nil {
+			if err := a.refill(ctx, shard, m.ConversationID, res[0] == "stale"); err != nil {
 				return Accepted{}, err
 			}
 		default:
@@ -174,12 +235,18 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 
 // refill leases a block from the database and installs it. Concurrent
 // accepts of one conversation share one lease (singleflight), so a burst
-// burns one block, not one per request.
-func (a *Accepter) refill(ctx context.Context, shard int, conversationID string) error {
-	_, err, _ := a.inflight.Do(conversationID, func() (any, error) {
+// burns one block, not one per request. force skips the check that another
+// refill already installed a block (the allocator was reported stale: its
+// cur < ceil proves nothing).
+func (a *Accepter) refill(ctx context.Context, shard int, conversationID string, force bool) error {
+	key := conversationID
+	if force {
+		key = "stale\x00" + conversationID
+	}
+	_, err, _ := a.inflight.Do(key, func() (any, error) {
 		// An accept that saw "lease" just before another refill of this
 		// process installed a fresh block must not lease again.
-		if vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result(); err == nil {
+		if vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result(); err == nil && !force {
 			cur, _ := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
 			ceil, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
 			if cur < ceil {
@@ -196,8 +263,18 @@ func (a *Accepter) refill(ctx context.Context, shard int, conversationID string)
 }
 
 func (a *Accepter) install(ctx context.Context, shard int, conversationID string, base, ceiling int64) error {
-	err := installScript.Run(ctx, a.rdb, []string{a.keys.Seq(shard, conversationID)}, base, ceiling).Err()
-	return classify("install lease", err)
+	fence := "0"
+	if a.opt.fence {
+		fence = "1"
+	}
+	res, err := installScript.Run(ctx, a.rdb, []string{a.keys.Seq(shard, conversationID)}, base, ceiling, fence).Slice()
+	if err != nil {
+		return classify("install lease", err)
+	}
+	if len(res) == 2 && fmt.Sprint(res[0]) == "1" {
+		a.lost.staleAllocator(shard, conversationID, fmt.Sprint(res[1]), base)
+	}
+	return nil
 }
 
 // Retire makes the Redis allocator of conversationID continue above seq
@@ -220,6 +297,9 @@ func classify(op string, err error) error {
 	}
 	var rerr redis.Error
 	if errors.As(err, &rerr) && !errors.Is(err, redis.ErrClosed) {
+		if failoverAnswer(err) {
+			return fmt.Errorf("%s: %w: %w", op, ErrRedisUnavailable, err)
+		}
 		return fmt.Errorf("%s: %w", op, err)
 	}
 	var nerr net.Error
@@ -230,21 +310,46 @@ func classify(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, err)
 }
 
+// failoverAnswer reports Redis answers that mean "no master can take this
+// now" — a cluster slot without a master, a replica still loading or not
+// yet promoted, a slot mid-migration — which pass once the failover or the
+// reshard is done, so they count as Redis being unavailable.
+func failoverAnswer(err error) bool {
+	msg := err.Error()
+	for _, p := range []string{"CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "NOREPLICAS"} {
+		if strings.HasPrefix(msg, p) {
+			return true
+		}
+	}
+	return false
+}
+
 func isConnError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) || err.Error() == "EOF"
 }
 
 // markSavedScript sets saved=1 on an idempotency record that still exists
-// (creating one would leave a key without a TTL).
+// (creating one would leave a key without a TTL) and settles the seq the
+// accept step marked in flight (KEYS[2], ARGV[1]).
 var markSavedScript = redis.NewScript(`
+redis.call('ZREM', KEYS[2], ARGV[1])
 if redis.call('EXISTS', KEYS[1]) == 1 then redis.call('HSET', KEYS[1], 'saved', '1') return 1 end
 return 0
 `)
 
+// SyncSaveWindow is how long a seq allocated for the synchronous path
+// counts as in flight: the request must have committed its save by then
+// (chat bounds the save with a shorter deadline), after which a seq with
+// no row is a gap for good.
+const SyncSaveWindow = time.Minute
+
 // MarkSaved records that m is saved, so a retry of its client_msg_id is
-// answered with ACK(saved). The synchronous path calls it after its commit.
-func (a *Accepter) MarkSaved(ctx context.Context, m *domain.Message) error {
-	key := a.keys.Idem(a.keys.Shard(m.ConversationID), m.SenderID, m.ClientMsgID)
-	return classify("mark saved", markSavedScript.Run(ctx, a.rdb, []string{key}).Err())
+// answered with ACK(saved), and settles allocated, the seq the accept step
+// handed out for it (m.Seq may differ: a duplicate's original, or a
+// resequenced save). The synchronous path calls it after its commit.
+func (a *Accepter) MarkSaved(ctx context.Context, m *domain.Message, allocated int64) error {
+	shard := a.keys.Shard(m.ConversationID)
+	keys := []string{a.keys.Idem(shard, m.SenderID, m.ClientMsgID), a.keys.InFlight(shard, m.ConversationID)}
+	return classify("mark saved", markSavedScript.Run(ctx, a.rdb, keys, allocated).Err())
 }

@@ -27,7 +27,18 @@ func newFixture(t *testing.T, block int64) *fixture {
 	return newFixtureOn(t, rdb, prefix, block)
 }
 
-func newFixtureOn(t *testing.T, rdb redis.UniversalClient, prefix string, block int64) *fixture {
+// onTopologies runs f once per Redis topology (standalone, cluster,
+// sentinel) with a fixture of its own.
+func onTopologies(t *testing.T, block int64, f func(t *testing.T, f *fixture)) {
+	for name, open := range storetest.RedisTopologies() {
+		t.Run(name, func(t *testing.T) {
+			rdb, keys := open(t)
+			f(t, newFixtureOn(t, rdb, keys.Prefix, block))
+		})
+	}
+}
+
+func newFixtureOn(t testing.TB, rdb redis.UniversalClient, prefix string, block int64) *fixture {
 	seqs := store.NewSeqRepo(storetest.MySQL(t))
 	keys := streams.NewKeys(prefix, 4)
 	return &fixture{rdb: rdb, keys: keys, seqs: seqs, acc: streams.NewAccepter(rdb, keys, seqs, block, time.Hour)}
@@ -43,7 +54,10 @@ func msg(sender, recv, clientID string) domain.Message {
 }
 
 func TestAcceptAllocatesClaimsAndAppends(t *testing.T) {
-	f := newFixture(t, 3)
+	onTopologies(t, 3, testAcceptAllocatesClaimsAndAppends)
+}
+
+func testAcceptAllocatesClaimsAndAppends(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	var seqs []int64
 	for i := 0; i < 7; i++ {
@@ -102,7 +116,10 @@ func TestAcceptAllocatesClaimsAndAppends(t *testing.T) {
 }
 
 func TestSeqsNeverReusedAfterRedisLosesEverything(t *testing.T) {
-	f := newFixture(t, 100)
+	onTopologies(t, 100, testSeqsNeverReusedAfterRedisLosesEverything)
+}
+
+func testSeqsNeverReusedAfterRedisLosesEverything(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	issued := map[int64]bool{}
 	var last int64
@@ -136,7 +153,10 @@ func prefixOf(f *fixture) string {
 }
 
 func TestRetireMovesAllocatorAboveFallbackSeq(t *testing.T) {
-	f := newFixture(t, 1000)
+	onTopologies(t, 1000, testRetireMovesAllocatorAboveFallbackSeq)
+}
+
+func testRetireMovesAllocatorAboveFallbackSeq(t *testing.T, f *fixture) {
 	ctx := context.Background()
 	a1, _ := f.acc.Accept(ctx, streams.AcceptRequest{Msg: msg("p", "q", "1"), Route: streams.SaveFirst, Append: true})
 	conv := domain.SingleConversationID("p", "q")
@@ -200,5 +220,56 @@ func TestConcurrentSendersGetUniqueOrderedSeqs(t *testing.T) {
 				t.Fatalf("sender %d: seq %d after %d", s, seqs[i], seqs[i-1])
 			}
 		}
+	}
+}
+
+// TestFenceNeverReissuesSeqsLostWithAMaster: a promoted replica (or a
+// restart from an old AOF) holds an allocator that is behind what the old
+// master issued. The allocator carries the run_id of the server that last
+// wrote it; on another server the accept leases a fresh block from the
+// database instead of issuing from the old one. Without the fence the same
+// state hands out seqs again — the hazard the fence exists for.
+func TestFenceNeverReissuesSeqsLostWithAMaster(t *testing.T) {
+	onTopologies(t, 100, testFenceNeverReissuesSeqsLostWithAMaster)
+}
+
+func testFenceNeverReissuesSeqsLostWithAMaster(t *testing.T, f *fixture) {
+	ctx := context.Background()
+	conv := domain.SingleConversationID("a", "b")
+	shard := f.keys.Shard(conv)
+	issued := map[int64]bool{}
+	for i := 0; i < 10; i++ {
+		a, err := f.acc.Accept(ctx, streams.AcceptRequest{Msg: msg("a", "b", fmt.Sprint("c", i)), Route: streams.SaveFirst, Append: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		issued[a.Seq] = true
+	}
+	// The replica saw only the first 4 accepts; it runs as another server.
+	lostState := func() {
+		if err := f.rdb.HSet(ctx, f.keys.Seq(shard, conv), "cur", 4, "node", "0000000000000000000000000000000000000000").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lostState()
+	a, err := f.acc.Accept(ctx, streams.AcceptRequest{Msg: msg("a", "b", "after"), Route: streams.SaveFirst, Append: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if issued[a.Seq] || a.Seq <= 100 {
+		t.Fatalf("after the server change the accept got seq %d; want a fresh lease above the database's 100", a.Seq)
+	}
+	if r, _ := f.seqs.Reserved(ctx, conv); r != 200 {
+		t.Errorf("reserved = %d, want 200 (one fresh block)", r)
+	}
+
+	unfenced := streams.NewAccepter(f.rdb, f.keys, f.seqs, 100, time.Hour, streams.WithoutFence())
+	lostState()
+	b, err := unfenced.Accept(ctx, streams.AcceptRequest{Msg: msg("a", "b", "unfenced"), Route: streams.SaveFirst, Append: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b.Seq != 5 {
+		t.Fatalf("unfenced accept got %d; the scenario should reproduce the reissue of 5", b.Seq)
 	}
 }

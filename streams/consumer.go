@@ -44,6 +44,16 @@ type ConsumerConfig struct {
 	BackoffMax   time.Duration
 	// DrainTimeout bounds finishing the in-flight batch after shutdown starts.
 	DrainTimeout time.Duration
+	// TakeOver: this consumer just became the stream's only owner (a shard
+	// lease): at start it claims every entry pending on other consumers at
+	// once instead of waiting ClaimMinIdle — their commits are fenced, so
+	// redoing them is safe.
+	TakeOver bool
+	// Dead, when set, names consumers of instances that are gone: they are
+	// removed from the group (XGROUP DELCONSUMER) once they have no pending
+	// entries, after the take-over and then every PruneEvery.
+	Dead       func(consumer string) bool
+	PruneEvery time.Duration
 }
 
 // Consumer reads one stream as one member of a consumer group.
@@ -55,6 +65,9 @@ type Consumer struct {
 	// delivered to some consumer of the group, so with the group's lowest
 	// pending ID it bounds what trimming may remove.
 	lastRead string
+	// fenced: a commit was refused because the shard's lease moved on; the
+	// consumer stops.
+	fenced bool
 }
 
 // NewConsumer returns a consumer; Run starts it.
@@ -104,6 +117,14 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if err := c.resumeOwn(ctx, readCtx, h); err != nil {
 		return err
 	}
+	if c.cfg.TakeOver {
+		c.reclaimIdle(ctx, readCtx, h, 0)
+	}
+	if c.fenced {
+		return ErrFenced
+	}
+	c.prune(readCtx)
+	nextPrune := time.Now().Add(c.cfg.PruneEvery)
 	claimEvery := c.cfg.ClaimEvery
 	if claimEvery <= 0 {
 		claimEvery = c.cfg.ClaimMinIdle / 2
@@ -111,11 +132,15 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	claimEvery = max(claimEvery, 10*time.Millisecond)
 	nextClaim := time.Now().Add(claimEvery)
 	nextTrim := time.Now().Add(c.cfg.TrimInterval)
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !c.fenced {
 		now := time.Now()
 		if c.cfg.ClaimMinIdle > 0 && now.After(nextClaim) {
 			c.reclaim(ctx, readCtx, h)
 			nextClaim = now.Add(claimEvery)
+		}
+		if c.cfg.PruneEvery > 0 && now.After(nextPrune) {
+			c.prune(readCtx)
+			nextPrune = now.Add(c.cfg.PruneEvery)
 		}
 		if c.cfg.TrimInterval > 0 && now.After(nextTrim) {
 			c.trim(readCtx)
@@ -157,7 +182,25 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 		c.lastRead = batch[len(batch)-1].ID
 		c.process(ctx, batch, h)
 	}
+	if c.fenced {
+		return ErrFenced
+	}
 	return nil
+}
+
+// prune removes dead consumers with nothing pending (Dead set).
+func (c *Consumer) prune(ctx context.Context) {
+	if c.cfg.Dead == nil {
+		return
+	}
+	dead := func(name string) bool { return name != c.cfg.Consumer && c.cfg.Dead(name) }
+	removed, err := PruneConsumers(ctx, c.rdb, c.cfg.Stream, c.cfg.Group, dead)
+	if err != nil {
+		c.log.Debug("prune dead consumers failed", "err", err)
+	}
+	if len(removed) > 0 {
+		c.log.Info("removed dead consumers from the group", "consumers", removed)
+	}
 }
 
 // resumeOwn hands this consumer's own pending entries (left by a crash of
@@ -180,17 +223,24 @@ func (c *Consumer) resumeOwn(ctx, readCtx context.Context, h Handler) error {
 		if len(msgs) > 0 {
 			c.process(ctx, msgs, h)
 		}
+		if c.fenced {
+			return ErrFenced
+		}
 	}
 	return nil
 }
 
 // reclaim takes over entries idle longer than ClaimMinIdle from any consumer.
 func (c *Consumer) reclaim(ctx, readCtx context.Context, h Handler) {
+	c.reclaimIdle(ctx, readCtx, h, c.cfg.ClaimMinIdle)
+}
+
+func (c *Consumer) reclaimIdle(ctx, readCtx context.Context, h Handler, minIdle time.Duration) {
 	start := "0-0"
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !c.fenced {
 		msgs, next, err := c.rdb.XAutoClaim(readCtx, &redis.XAutoClaimArgs{
 			Stream: c.cfg.Stream, Group: c.cfg.Group, Consumer: c.cfg.Consumer,
-			MinIdle: c.cfg.ClaimMinIdle, Start: start, Count: int64(c.cfg.Count),
+			MinIdle: minIdle, Start: start, Count: int64(c.cfg.Count),
 		}).Result()
 		if err != nil {
 			if !errors.Is(err, redis.Nil) {
@@ -220,6 +270,12 @@ func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handle
 	for attempt := 1; ; attempt++ {
 		err := h(work, batch)
 		if err == nil {
+			return
+		}
+		if errors.Is(err, ErrFenced) {
+			// The shard's lease moved on: the new owner redoes this batch.
+			c.log.Warn("shard lease lost: stopping; the batch is left to the new owner", "count", len(batch), "first", batch[0].ID)
+			c.fenced = true
 			return
 		}
 		if ctx.Err() != nil {

@@ -2,24 +2,35 @@ package streams
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
 
-// commitScript ends a stage's work on a batch atomically: XADD each output
-// entry to the next stage's stream (KEYS[2]) or the dead-letter stream
-// (KEYS[3]), mark idempotency records (KEYS[4..]) saved when they still
-// exist — pointing them at the original message when the entry was a late
-// duplicate — and XACK the input entries (KEYS[1]). One script, one shard's hash
-// tag: the ack can never be recorded without the output, nor the output
-// twice for one ack. ARGV: group, n, id1..idn, k, then per output entry:
-// target key index, field count, fields...; then per idempotency key:
-// original server_msg_id (” to keep), seq, send_at.
+// commitScript ends a stage's work on a batch atomically: check the shard
+// lease's fencing token (KEYS[4], ARGV[2]; ” skips the check), XADD each
+// output entry to the next stage's stream (KEYS[2]) or the dead-letter
+// stream (KEYS[3]), mark idempotency records saved when they still exist —
+// pointing them at the original message when the entry was a late duplicate
+// —, settle the in-flight marks of the entries' seqs, and XACK the input
+// entries (KEYS[1]). One script, one shard's hash tag: the ack can never be
+// recorded without the output, nor the output twice for one ack, nor either
+// by a consumer whose lease was taken over. ARGV: group, token, n,
+// id1..idn, k, then per output entry: target key index, field count,
+// fields...; m, then per idempotency key (KEYS[5..4+m]): original
+// server_msg_id (” to keep), seq, send_at; then per in-flight key
+// (KEYS[5+m..]): the seq to settle. Fenced out, it changes nothing and
+// answers the error "FENCED".
 var commitScript = redis.NewScript(`
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[4], 'token') ~= ARGV[2] then
+  return redis.error_reply('FENCED shard lease lost')
+end
 local group = ARGV[1]
-local n = tonumber(ARGV[2])
-local i = 3
+local n = tonumber(ARGV[3])
+local i = 4
 local ids = {}
 for j = 1, n do ids[j] = ARGV[i]; i = i + 1 end
 local k = tonumber(ARGV[i]); i = i + 1
@@ -31,7 +42,8 @@ for j = 1, k do
   for f = 1, nf do fields[f] = ARGV[i]; i = i + 1 end
   redis.call('XADD', target, '*', unpack(fields))
 end
-for j = 4, #KEYS do
+local m = tonumber(ARGV[i]); i = i + 1
+for j = 5, 4 + m do
   if redis.call('EXISTS', KEYS[j]) == 1 then
     redis.call('HSET', KEYS[j], 'saved', '1')
     local o = ARGV[i]
@@ -39,9 +51,18 @@ for j = 4, #KEYS do
   end
   i = i + 3
 end
+for j = 5 + m, #KEYS do
+  redis.call('ZREM', KEYS[j], ARGV[i])
+  i = i + 1
+end
 if n > 0 then redis.call('XACK', KEYS[1], group, unpack(ids)) end
 return n
 `)
+
+// ErrFenced: the shard's lease is no longer held with the commit's token (it
+// expired or another instance took it over); nothing of the commit was
+// applied, and the stage must stop working on the shard.
+var ErrFenced = errors.New("shard lease lost (fenced)")
 
 // DeadEntry is an entry parked in the dead-letter stream with its error.
 type DeadEntry struct {
@@ -59,6 +80,40 @@ type Commit struct {
 	Dead         string // the shard's dead-letter stream (for ToDead)
 	ToDead       []DeadEntry
 	MarkSaved    []IdemSaved
+	// Settle removes the in-flight marks of seqs this commit settles for
+	// good (saved, a resolved duplicate, dead-lettered): the save stage.
+	Settle []Settled
+	// Fence, when set, makes the commit conditional on the shard's lease
+	// still holding this token (see ShardLeases).
+	Fence *Fence
+}
+
+type fenceCtxKey struct{}
+
+// WithFence returns ctx carrying f: a Commit applied under it without a
+// Fence of its own is fenced with f. The pipeline sets it per shard, so the
+// stages need not know about leases.
+func WithFence(ctx context.Context, f *Fence) context.Context {
+	return context.WithValue(ctx, fenceCtxKey{}, f)
+}
+
+// FenceFrom returns the fence WithFence put in ctx, or nil.
+func FenceFrom(ctx context.Context) *Fence {
+	f, _ := ctx.Value(fenceCtxKey{}).(*Fence)
+	return f
+}
+
+// Settled names one in-flight mark: the conversation's key (Keys.InFlight)
+// and the seq.
+type Settled struct {
+	Key string
+	Seq int64
+}
+
+// Fence is a shard lease's key (Keys.Owner) and the token it was granted with.
+type Fence struct {
+	Key   string
+	Token int64
 }
 
 // IdemSaved marks an idempotency record saved. For a late duplicate,
@@ -81,12 +136,24 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 	if dead == "" {
 		dead = c.Input
 	}
-	keys := []string{c.Input, next, dead}
+	fenceKey, token := c.Input, ""
+	fence := c.Fence
+	if fence == nil {
+		fence = FenceFrom(ctx)
+	}
+	if fence != nil {
+		fenceKey, token = fence.Key, strconv.FormatInt(fence.Token, 10)
+	}
+	keys := make([]string, 0, 4+len(c.MarkSaved)+len(c.Settle))
+	keys = append(keys, c.Input, next, dead, fenceKey)
 	for _, m := range c.MarkSaved {
 		keys = append(keys, m.Key)
 	}
-	args := make([]any, 0, 4+len(c.Ack)+len(c.ToNext)*12+len(c.ToDead)*14)
-	args = append(args, c.Group, len(c.Ack))
+	for _, st := range c.Settle {
+		keys = append(keys, st.Key)
+	}
+	args := make([]any, 0, 6+len(c.Ack)+len(c.ToNext)*12+len(c.ToDead)*14+len(c.MarkSaved)*3+len(c.Settle))
+	args = append(args, c.Group, token, len(c.Ack))
 	for _, id := range c.Ack {
 		args = append(args, id)
 	}
@@ -105,8 +172,16 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 		args = append(args, 3, strconv.Itoa(len(f)))
 		args = append(args, f...)
 	}
+	args = append(args, len(c.MarkSaved))
 	for _, m := range c.MarkSaved {
 		args = append(args, m.ServerMsgID, m.Seq, m.SendAt)
 	}
-	return classify("commit "+c.Input, commitScript.Run(ctx, rdb, keys, args...).Err())
+	for _, st := range c.Settle {
+		args = append(args, st.Seq)
+	}
+	err := commitScript.Run(ctx, rdb, keys, args...).Err()
+	if err != nil && strings.HasPrefix(err.Error(), "FENCED") {
+		return fmt.Errorf("commit %s: %w", c.Input, ErrFenced)
+	}
+	return classify("commit "+c.Input, err)
 }

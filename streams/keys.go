@@ -70,3 +70,21 @@ func (k Keys) Idem(shard int, senderID, clientMsgID string) string {
 func (k Keys) Seq(shard int, conversationID string) string {
 	return k.key(shard, "seq:"+conversationID)
 }
+
+// InFlight is a conversation's record of seqs accepted but not yet settled
+// (saved, resolved as a duplicate, or dead-lettered): a sorted set, member
+// the seq, score the Unix ms after which the mark no longer counts. The
+// accept script adds a seq in the same atomic step as its stream entry; the
+// save stage's commit removes it in the same step as its XACK. A pull reads
+// it to tell "not yet" from "never" (docs/sync.md).
+func (k Keys) InFlight(shard int, conversationID string) string {
+	return k.key(shard, "pend:"+conversationID)
+}
+
+// Owner is a shard's lease: a hash {holder, token, at} with a TTL (see
+// ShardLeases). Every stage commit of the shard checks its token.
+func (k Keys) Owner(shard int) string { return k.key(shard, "owner") }
+
+// Epoch is a shard's fencing counter (INCR), never expired: each new lease
+// gets a token above every earlier one.
+func (k Keys) Epoch(shard int) string { return k.key(shard, "epoch") }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // UnusedLease is the part of a conversation's current database lease that
@@ -23,10 +25,20 @@ func (a *Accepter) UnusedLeases(ctx context.Context) ([]UnusedLease, error) {
 	var out []UnusedLease
 	for shard := 0; shard < a.keys.Shards(); shard++ {
 		prefix := a.keys.Seq(shard, "")
-		iter := a.rdb.Scan(ctx, 0, prefix+"*", 1000).Iterator()
+		// A cluster client's SCAN reaches one node: scan the master of
+		// the shard's slot, where all of its allocators live.
+		var node redis.UniversalClient = a.rdb
+		if cc, ok := a.rdb.(*redis.ClusterClient); ok {
+			n, err := cc.MasterForKey(ctx, prefix)
+			if err != nil {
+				return nil, fmt.Errorf("master of shard %d: %w", shard, err)
+			}
+			node = n
+		}
+		iter := node.Scan(ctx, 0, prefix+"*", 1000).Iterator()
 		for iter.Next(ctx) {
 			key := iter.Val()
-			vals, err := a.rdb.HMGet(ctx, key, "cur", "ceil").Result()
+			vals, err := node.HMGet(ctx, key, "cur", "ceil").Result()
 			if err != nil {
 				return nil, fmt.Errorf("read allocator %s: %w", key, err)
 			}

@@ -8,6 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/streams"
 )
 
@@ -18,7 +19,25 @@ type Metrics struct {
 	DeadLetters prometheus.Counter
 	Delivered   prometheus.Counter // messages handed to the fanout
 	DeliverLag  prometheus.Histogram
+
+	// Per stage (save, deliver): messages handled, and the Redis round
+	// trips and SQL statements made while handling them (Ops), so a
+	// dashboard divides one by the other for the cost per message.
+	StageMessages *prometheus.CounterVec
+	ops           map[string]*store.OpCounter
+	// DeliverFailures counts deliver batches that failed (retried).
+	DeliverFailures prometheus.Counter
+	// PublishFailures counts stage commits (forward to the next stream,
+	// dead-letter, acknowledge) that Redis refused, by stage.
+	PublishFailures *prometheus.CounterVec
+	// SaveDuplicates counts entries the database already held (a retry
+	// accepted twice; resolved to the original).
+	SaveDuplicates prometheus.Counter
 }
+
+// Ops is the counter a stage's Handle puts in its context
+// (store.WithOpCounter).
+func (m *Metrics) Ops(stage string) *store.OpCounter { return m.ops[stage] }
 
 // NewMetrics registers the stages' metrics on reg (nil: unregistered, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
@@ -43,9 +62,43 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Lag from ACK(accepted) to the deliver stage pushing a message.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		DeliverFailures: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "deliver_failures_total",
+			Help: "Deliver-stage batches that failed and are retried (group fanout errors, commit errors).",
+		}),
+		PublishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "stream_publish_failures_total",
+			Help: "Stage commits Redis refused (forward to the next stream, dead-letter, acknowledge), by stage; the batch is retried.",
+		}, []string{"stage"}),
+		SaveDuplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "save_duplicates_total",
+			Help: "Entries the save stage found already in the database (uk_sender_client_msg), resolved to the original.",
+		}),
+	}
+	m.StageMessages = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "nexo", Name: "stage_messages_total", Help: "Stream entries handled by a pipeline stage.",
+	}, []string{"stage"})
+	m.ops = map[string]*store.OpCounter{streams.GroupSave: {}, streams.GroupDeliver: {}}
+	// Pre-create the labelled series so dashboards and alerts see zeros.
+	m.PublishFailures.WithLabelValues("save")
+	m.PublishFailures.WithLabelValues("deliver")
+	collectors := []prometheus.Collector{m.SavedLag, m.SaveBatch, m.DeadLetters, m.Delivered, m.DeliverLag, m.StageMessages,
+		m.DeliverFailures, m.PublishFailures, m.SaveDuplicates}
+	for stage, c := range m.ops {
+		labels := prometheus.Labels{"stage": stage}
+		collectors = append(collectors,
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Namespace: "nexo", Name: "stage_redis_calls_total", ConstLabels: labels,
+				Help: "Redis round trips (a pipeline is one) a pipeline stage made handling its batches (the XREADGROUP that fetched a batch not included).",
+			}, func() float64 { return float64(c.Redis.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Namespace: "nexo", Name: "stage_db_statements_total", ConstLabels: labels,
+				Help: "SQL statements a pipeline stage ran handling its batches (BEGIN and COMMIT not included).",
+			}, func() float64 { return float64(c.DB.Load()) }),
+		)
 	}
 	if reg != nil {
-		reg.MustRegister(m.SavedLag, m.SaveBatch, m.DeadLetters, m.Delivered, m.DeliverLag)
+		reg.MustRegister(collectors...)
 	}
 	return m
 }

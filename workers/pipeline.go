@@ -3,6 +3,7 @@ package workers
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -17,8 +18,9 @@ type Stage interface {
 	Handle(ctx context.Context, shard int, batch []redis.XMessage) error
 }
 
-// Pipeline runs the save and deliver stages on every shard: one consumer per
-// (stage, shard), each processing its shard in stream order.
+// Pipeline runs the save and deliver stages: one consumer per (stage,
+// shard), each processing its shard in stream order — on every shard, or,
+// with UseOwnership, on the shards this instance holds leases for.
 type Pipeline struct {
 	rdb     redis.UniversalClient
 	keys    streams.Keys
@@ -28,6 +30,11 @@ type Pipeline struct {
 	stages  map[string]Stage
 	log     *slog.Logger
 	started chan struct{}
+	// own, when set (UseOwnership), runs only the shards this instance
+	// holds a lease for; nil runs every shard unfenced (one process alone:
+	// the embedded default, tests).
+	own   *Ownership
+	owner *owner
 }
 
 // NewPipeline returns a pipeline over the given stages. consumer is the
@@ -55,39 +62,103 @@ func (p *Pipeline) EnsureGroups(ctx context.Context) error {
 	return nil
 }
 
+// UseOwnership makes Run take shard leases (see Ownership) instead of
+// running every shard. Call it before Run.
+func (p *Pipeline) UseOwnership(o Ownership) {
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	if o.TTL < 2*o.Interval {
+		o.TTL = 3 * o.Interval
+	}
+	if o.Self == "" {
+		o.Self = p.name
+	}
+	p.own, p.owner = &o, newOwner()
+}
+
 // Run consumes until ctx is cancelled, then lets every consumer finish the
 // batch in hand (bounded by streams.block plus the drain timeout) and
-// returns. It acknowledges nothing unfinished.
+// returns. It acknowledges nothing unfinished. With ownership it runs the
+// shards it holds leases for and gives the leases back on the way out.
 func (p *Pipeline) Run(ctx context.Context) error {
+	if p.own != nil {
+		// Release waits for this, whichever way Run ends (even before it
+		// took anything).
+		defer close(p.owner.stopped)
+	}
 	if err := p.EnsureGroups(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil // stopped before it started: nothing was taken
 		}
 		return err
 	}
+	if p.own != nil {
+		return p.runOwned(ctx)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for shard := 0; shard < p.keys.Shards(); shard++ {
-		for group, stage := range p.stages {
-			stream := p.keys.ToSave(shard)
-			count := p.save.BatchSize
-			if group == streams.GroupDeliver {
-				stream, count = p.keys.ToDeliver(shard), p.cfg.ReadCount
+		g.Go(func() error { return p.runShard(gctx, shard, false) })
+	}
+	g.Go(func() error { p.trimDead(gctx); return nil })
+	close(p.started)
+	return g.Wait()
+}
+
+// trimDead bounds every shard's dead-letter stream each
+// streams.trim_interval: streams.dead_max_len entries and
+// streams.dead_max_age of age. Any instance may trim; trimming twice is
+// harmless.
+func (p *Pipeline) trimDead(ctx context.Context) {
+	if p.cfg.TrimInterval <= 0 || p.cfg.DeadMaxLen <= 0 && p.cfg.DeadMaxAge <= 0 {
+		return
+	}
+	tick := time.NewTicker(p.cfg.TrimInterval)
+	defer tick.Stop()
+	for {
+		for shard := 0; shard < p.keys.Shards(); shard++ {
+			if err := streams.TrimDead(ctx, p.rdb, p.keys.Dead(shard), p.cfg.DeadMaxLen, p.cfg.DeadMaxAge); err != nil && ctx.Err() == nil {
+				p.log.Debug("dead-letter trim failed", "err", err)
 			}
-			c := streams.NewConsumer(p.rdb, streams.ConsumerConfig{
-				Stream: stream, Group: group, Consumer: p.name, Count: count, Block: p.cfg.Block,
-				ClaimMinIdle: p.cfg.ClaimMinIdle, ClaimEvery: min(p.cfg.ClaimMinIdle/4, time.Second),
-				TrimInterval: p.cfg.TrimInterval, BackoffMin: p.save.RetryBackoff, BackoffMax: p.save.RetryBackoffMax,
-				BatchWait: p.batchWait(group),
-			}, p.log)
-			shard, stage := shard, stage
-			g.Go(func() error {
-				return c.Run(gctx, func(ctx context.Context, batch []redis.XMessage) error {
-					return stage.Handle(ctx, shard, batch)
-				})
-			})
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
 		}
 	}
-	close(p.started)
+}
+
+// runShard runs shard's save and deliver consumers until ctx ends or one
+// of them is fenced out (then the other stops too). takeOver: the shard
+// was just leased, so entries pending on other consumers are claimed at
+// once and dead consumers are pruned.
+func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error {
+	g, gctx := errgroup.WithContext(ctx)
+	for group, stage := range p.stages {
+		stream := p.keys.ToSave(shard)
+		count := p.save.BatchSize
+		if group == streams.GroupDeliver {
+			stream, count = p.keys.ToDeliver(shard), p.cfg.ReadCount
+		}
+		cfg := streams.ConsumerConfig{
+			Stream: stream, Group: group, Consumer: p.name, Count: count, Block: p.cfg.Block,
+			ClaimMinIdle: p.cfg.ClaimMinIdle, ClaimEvery: min(p.cfg.ClaimMinIdle/4, time.Second),
+			TrimInterval: p.cfg.TrimInterval, BackoffMin: p.save.RetryBackoff, BackoffMax: p.save.RetryBackoffMax,
+			BatchWait: p.batchWait(group), TakeOver: takeOver,
+		}
+		if p.own != nil && p.own.Self == p.name {
+			// Consumers are named after their instances: one not live is dead.
+			cfg.Dead = func(name string) bool { return !slices.Contains(p.live(), name) }
+			cfg.PruneEvery = max(10*p.own.Interval, p.cfg.ClaimMinIdle)
+		}
+		c := streams.NewConsumer(p.rdb, cfg, p.log.With("shard", shard))
+		g.Go(func() error {
+			return c.Run(gctx, func(ctx context.Context, batch []redis.XMessage) error {
+				return stage.Handle(ctx, shard, batch)
+			})
+		})
+	}
 	return g.Wait()
 }
 

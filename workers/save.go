@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -31,6 +32,15 @@ type AllocatorRetirer interface {
 	Retire(ctx context.Context, conversationID string, seq int64) error
 }
 
+// AfterSave hears of the messages of a batch once they are in the
+// database and before the batch is acknowledged (webhook after_send,
+// group_changed, offline push): it must only enqueue (one Redis round
+// trip). An error retries the batch, so it hears of every message at least
+// once; fresh[i] is false for a message saved before (a redelivery).
+type AfterSave interface {
+	AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error
+}
+
 // SaveHandler is the save stage: it persists a batch of entries from one
 // shard's to_save stream in one transaction, then in one atomic Redis step
 // forwards save-first entries to to_deliver, marks idempotency records
@@ -44,7 +54,11 @@ type SaveHandler struct {
 	push        Pusher
 	metrics     *Metrics
 	log         *slog.Logger
+	limited     *domain.RateLog // dead-letter and retry lines (newDeadLines)
 	maxAttempts int
+	after       AfterSave
+	deadMaxBody int
+	offenders   DeadSenders
 }
 
 // SaveDeps are the SaveHandler's collaborators.
@@ -58,13 +72,28 @@ type SaveDeps struct {
 	Metrics     *Metrics
 	Log         *slog.Logger
 	MaxAttempts int // save.max_attempts
+	// After, when set, hears of saved messages before each commit.
+	After AfterSave
+	// DeadMaxBody caps the body kept in a dead-letter entry
+	// (streams.dead_max_body_bytes); 0 means 1024.
+	DeadMaxBody int
+	// DeadSenders, when set, hears of every user message dead-lettered,
+	// by sender (the repeat-offender limit, store.DeadSenders).
+	DeadSenders DeadSenders
+}
+
+// DeadSenders counts a sender's dead-lettered messages and reports whether
+// the sender is now blocked (store.DeadSenders).
+type DeadSenders interface {
+	DeadLetter(ctx context.Context, sender string) (bool, error)
 }
 
 // NewSaveHandler returns the save stage.
 func NewSaveHandler(d SaveDeps) *SaveHandler {
 	return &SaveHandler{
 		keys: d.Keys, rdb: d.Redis, msgs: d.Messages, seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
-		metrics: d.Metrics, log: d.Log, maxAttempts: max(d.MaxAttempts, 1),
+		metrics: d.Metrics, log: d.Log, limited: newDeadLines(d.Log), maxAttempts: max(d.MaxAttempts, 1), after: d.After,
+		deadMaxBody: deadMaxBody(d.DeadMaxBody), offenders: d.DeadSenders,
 	}
 }
 
@@ -74,6 +103,8 @@ var errSeqTakenAgain = errors.New("seq taken again")
 // when the batch must be retried as a whole (the database is unreachable,
 // a deadlock, Redis failed at commit): everything it did is idempotent.
 func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMessage) error {
+	ctx = store.WithOpCounter(ctx, h.metrics.Ops(streams.GroupSave))
+	h.metrics.StageMessages.WithLabelValues(streams.GroupSave).Add(float64(len(batch)))
 	entries := make([]streams.Entry, 0, len(batch))
 	commit := streams.Commit{
 		Input: h.keys.ToSave(shard), Group: streams.GroupSave, Next: h.keys.ToDeliver(shard), Dead: h.keys.Dead(shard),
@@ -81,8 +112,8 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	for _, x := range batch {
 		e, err := streams.Decode(x)
 		if err != nil {
-			h.log.Error("save: malformed entry dead-lettered", "entry", x.ID, "err", err)
-			commit.ToDead = append(commit.ToDead, streams.DeadEntry{Fields: x.Values, Source: commit.Input, Err: err.Error()})
+			h.limited.Error(ctx, "save: malformed entry dead-lettered", "entry", x.ID, "err", err)
+			commit.ToDead = append(commit.ToDead, streams.NewDeadEntry(x.Values, commit.Input, err.Error(), h.deadMaxBody))
 			commit.Ack = append(commit.Ack, x.ID)
 			continue
 		}
@@ -95,20 +126,26 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	}
 	var acks []domain.Ack
 	var deadMsgs []*domain.Message
+	var saved []domain.Message
+	var fresh []bool
 	now := time.Now().UnixMilli()
 	for i := range entries {
 		e := &entries[i]
+		// The seq the accept step marked in flight: settled below whatever
+		// happens to this entry (resequence moves e.Msg.Seq).
+		settle := streams.Settled{Key: h.keys.InFlight(shard, e.Msg.ConversationID), Seq: e.Msg.Seq}
 		if ferr, bad := failed[i]; bad {
 			// A data error: leave the entry pending so the reclaim loop
 			// retries it after claim_min_idle, until its delivery count
 			// reaches save.max_attempts. The rest of the shard flows on.
 			if !h.giveUp(ctx, shard, e.ID) {
-				h.log.Warn("save failed, will retry", "server_msg_id", e.Msg.ServerMsgID,
+				h.limited.Warn(ctx, "save failed, will retry", "server_msg_id", e.Msg.ServerMsgID,
 					"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", ferr)
 				continue
 			}
 			deadMsgs = append(deadMsgs, &e.Msg)
 			h.deadLetter(ctx, &commit, e, batch, ferr)
+			commit.Settle = append(commit.Settle, settle)
 			continue
 		}
 		r := results[i]
@@ -121,6 +158,7 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		idem := streams.IdemSaved{Key: h.keys.Idem(shard, e.Msg.SenderID, e.Msg.ClientMsgID)}
 		orig := r.Original
 		if r.Outcome == store.Duplicate {
+			h.metrics.SaveDuplicates.Inc()
 			idem.ServerMsgID, idem.Seq, idem.SendAt = orig.ServerMsgID, orig.Seq, orig.SendAt
 			h.log.Info("late duplicate resolved to the original", "server_msg_id", e.Msg.ServerMsgID,
 				"original_server_msg_id", orig.ServerMsgID, "conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "original_seq", orig.Seq)
@@ -130,7 +168,11 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 			// revoke notice and a pull shows it revoked.
 			commit.ToNext = append(commit.ToNext, *e)
 		}
+		if h.after != nil {
+			saved, fresh = append(saved, orig), append(fresh, r.Outcome == store.Saved)
+		}
 		commit.MarkSaved = append(commit.MarkSaved, idem)
+		commit.Settle = append(commit.Settle, settle)
 		commit.Ack = append(commit.Ack, e.ID)
 		acks = append(acks, domain.Ack{Type: domain.AckSaved, ServerMsgID: orig.ServerMsgID, ClientMsgID: e.Msg.ClientMsgID,
 			ConversationID: orig.ConversationID, Seq: orig.Seq, SendAt: orig.SendAt, UserID: e.Msg.SenderID})
@@ -138,8 +180,14 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 			h.metrics.SavedLag.Observe(float64(now-e.AcceptedAt) / 1000)
 		}
 	}
+	if len(saved) > 0 {
+		if err := h.after.AfterSave(ctx, saved, fresh); err != nil {
+			return fmt.Errorf("save: after-save events of %d messages: %w", len(saved), err)
+		}
+	}
 	if len(commit.Ack) > 0 {
 		if err := commit.Apply(ctx, h.rdb); err != nil {
+			h.metrics.PublishFailures.WithLabelValues("save").Inc()
 			return fmt.Errorf("save: commit %d entries: %w", len(commit.Ack), err)
 		}
 	}
@@ -221,10 +269,10 @@ func (h *SaveHandler) resequence(ctx context.Context, e *streams.Entry) error {
 // placeholder row keeps its seq readable as unavailable, the entry goes to
 // the dead-letter stream with the error.
 func (h *SaveHandler) deadLetter(ctx context.Context, c *streams.Commit, e *streams.Entry, batch []redis.XMessage, cause error) {
-	h.log.Error("save failed permanently: dead-lettered", "server_msg_id", e.Msg.ServerMsgID,
+	h.limited.Error(ctx, "save failed permanently: dead-lettered", "server_msg_id", e.Msg.ServerMsgID,
 		"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", cause)
 	if err := h.msgs.SaveFailed(ctx, e.Msg); err != nil {
-		h.log.Error("save: failed placeholder not written", "server_msg_id", e.Msg.ServerMsgID,
+		h.limited.Error(ctx, "save: failed placeholder not written", "server_msg_id", e.Msg.ServerMsgID,
 			"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", err)
 	}
 	var fields map[string]any
@@ -233,9 +281,26 @@ func (h *SaveHandler) deadLetter(ctx context.Context, c *streams.Commit, e *stre
 			fields = x.Values
 		}
 	}
-	c.ToDead = append(c.ToDead, streams.DeadEntry{Fields: fields, Source: c.Input, Err: cause.Error()})
+	c.ToDead = append(c.ToDead, streams.NewDeadEntry(fields, c.Input, cause.Error(), h.deadMaxBody))
 	c.Ack = append(c.Ack, e.ID)
 	h.metrics.DeadLetters.Inc()
+	h.countOffender(ctx, &e.Msg)
+}
+
+// countOffender tells DeadSenders of a user's dead-lettered message (the
+// server's own notices are not the sender's doing). A counter that cannot
+// be reached costs the count, nothing else.
+func (h *SaveHandler) countOffender(ctx context.Context, m *domain.Message) {
+	if h.offenders == nil || strings.HasPrefix(m.ClientMsgID, domain.SystemClientMsgIDPrefix) {
+		return
+	}
+	blocked, err := h.offenders.DeadLetter(ctx, m.SenderID)
+	switch {
+	case err != nil:
+		h.limited.Warn(ctx, "dead letter not counted against its sender", "user_id", m.SenderID, "err", err)
+	case blocked:
+		h.limited.Warn(ctx, "sender blocked: repeated dead letters", "user_id", m.SenderID)
+	}
 }
 
 // giveUp reports whether an entry has been delivered save.max_attempts
@@ -249,3 +314,15 @@ func (h *SaveHandler) giveUp(ctx context.Context, shard int, id string) bool {
 	}
 	return p[0].RetryCount >= int64(h.maxAttempts)
 }
+
+func deadMaxBody(n int) int {
+	if n <= 0 {
+		return 1024
+	}
+	return n
+}
+
+// newDeadLines is the rate-limited log of the stages' dead-letter and
+// retry lines: 10 at once, then 1 a second, the rest counted (a stream of
+// poison messages once wrote 6,512 lines a second; issue 13 #1).
+func newDeadLines(log *slog.Logger) *domain.RateLog { return domain.NewRateLog(log, 1, 10) }

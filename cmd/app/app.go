@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -19,12 +20,19 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/gateway/cluster"
+	"github.com/nexo-im/nexo/gateway/group"
+	"github.com/nexo-im/nexo/gateway/limits"
+	"github.com/nexo-im/nexo/gateway/presence"
 	"github.com/nexo-im/nexo/gateway/state"
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
+	"github.com/nexo-im/nexo/workers"
 )
 
 // component is one long-lived part of the process. run, when set, blocks
@@ -60,18 +68,51 @@ type App struct {
 	passwords *auth.Passwords
 	issuer    *auth.Issuer
 	verifier  *auth.Verifier
+	// limiter keeps every rate limit in Redis (shared by all instances);
+	// userLimit is the per-user request limit on it (ws.rate_limit).
+	limiter   *limits.Limiter
+	userLimit *limits.UserRequests
 
 	listener net.Listener
 	server   *gateway.Server
-	ws       *ws.Server
-	mode     *chat.Mode
-	metrics  *prometheus.Registry
+	// opsListener and opsMux serve the operator routes (/metrics, pprof)
+	// when metrics.addr is set; nil otherwise (see buildOps, mountOps).
+	opsListener net.Listener
+	opsMux      *http.ServeMux
+	ws          *ws.Server
+	mode        *chat.Mode
+	metrics     *prometheus.Registry
 	// onLogout is handed to the gateway; a step that owns live sessions
 	// (the WebSocket hub) sets it before buildGateway runs.
 	onLogout func(userID string, platformID int, jti string)
 	// resender is offline resend (gateway/state), built with the messaging
 	// step and run by the WebSocket gateway's OnConnect hook.
 	resender *state.Resender
+	// audit writes the message path's audit lines (docs/operations.md).
+	audit *domain.Audit
+	// member is this process's cluster membership (cmd/app/cluster.go);
+	// its ID is the consumer name and its incarnation the presence member.
+	member *store.Membership
+
+	// Integration (issue 14): set by buildMessaging and buildIntegration.
+	chat     *chat.Service
+	groups   *group.Service
+	members  *group.Members
+	realtime *presence.Realtime
+	// router is the cluster's ws.Registry over ws: every push and session
+	// event goes through it (cmd/app/cluster.go).
+	router *cluster.Router
+	// shardsOf, when set, reports which stream shards each live instance
+	// owns, by instance id, for GET /admin/cluster.
+	shardsOf func(ctx context.Context) map[string][]int
+	// onDrain runs when shutdown begins (SIGTERM), after /readyz turned 503
+	// and before connections close: shard leases are released here.
+	onDrain []func(ctx context.Context)
+
+	// pipeline runs the save and deliver stages; with a shared Redis only on
+	// the shards this instance holds leases for (ReleaseShards, Shards).
+	pipeline    *workers.Pipeline
+	shardLeases *streams.ShardLeases
 }
 
 // New builds every component from cfg (already validated). On error it
@@ -85,10 +126,14 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 		{"storage", a.openStorage},
 		{"migrations", a.migrate},
 		{"auth", a.buildAuth},
+		{"listener", a.listen},
+		{"cluster membership", a.buildMembership},
 		{"websocket", a.buildWebSocket},
+		{"cluster routing", a.buildRouter},
 		{"gateway", a.buildGateway},
 		{"messaging", a.buildMessaging},
 		{"observability", a.buildObservability},
+		{"pprof", a.buildPprof},
 		{"web client", a.buildWeb},
 	}
 	for _, s := range steps {
@@ -164,14 +209,44 @@ func (a *App) openStorage(ctx context.Context) error {
 		a.db = db
 		a.add(component{name: "database", stop: func(context.Context) error { return db.Close() }})
 	}
-	rdb, err := store.OpenRedis(ctx, a.cfg.Redis)
+	rdb, err := store.OpenRedis(ctx, a.cfg.Redis, store.NewRedisMetrics(a.metrics, a.cfg.Redis.Mode))
 	if err != nil {
 		return err
 	}
+	store.CountRedisOps(rdb) // the pipeline stages' nexo_stage_redis_calls_total
 	a.rdb = rdb
 	a.keys = store.Keys{Prefix: a.cfg.Redis.KeyPrefix}
+	dbPool, err := store.NewDBPoolCollector(a.db)
+	if err != nil {
+		return err
+	}
+	a.metrics.MustRegister(dbPool, store.NewRedisPoolCollector(rdb))
+	if err := store.CountDBErrors(a.db, a.metrics); err != nil {
+		return err
+	}
 	a.add(component{name: "redis", stop: func(context.Context) error { return rdb.Close() }})
+	a.warnShards(ctx)
 	return nil
+}
+
+// warnShards logs a warning when the stream shards cannot spread over the
+// Redis Cluster's masters evenly enough (docs/deploy.md: shards >= 2 x
+// masters, so a master's share of the pipeline is at most about 1.5x the
+// mean).
+func (a *App) warnShards(ctx context.Context) {
+	if a.cfg.Redis.Mode != configs.RedisCluster {
+		return
+	}
+	n, err := store.Masters(ctx, a.rdb)
+	if err != nil {
+		a.log.Warn("count redis masters", "err", err)
+		return
+	}
+	a.log.Info("redis cluster", "masters", n, "streams.shards", a.cfg.Streams.Shards)
+	if a.cfg.Streams.Shards < 2*n {
+		a.log.Warn("streams.shards is below 2 x the Redis Cluster masters: some masters carry no or twice the pipeline load",
+			"streams.shards", a.cfg.Streams.Shards, "masters", n, "want_at_least", 2*n, "see", "docs/deploy.md#redis")
+	}
 }
 
 // startEmbedded starts the in-process Redis (pointing cfg.Redis.Addr at it),
@@ -180,13 +255,13 @@ func (a *App) startEmbedded(ctx context.Context) error {
 	a.log.Warn("embedded development mode: not for production",
 		"sqlite", a.cfg.SQLite.Path,
 		"gives_up", "Redis state (tokens, presence, streams, seq counters) is in memory and lost at exit; one process only; SQLite instead of MySQL",
-		"production", "set mysql.dsn and redis.addr (NEXO_MYSQL_DSN, NEXO_REDIS_ADDR)")
+		"production", "set mysql.dsn and redis.addr or redis.addrs (NEXO_MYSQL_DSN, NEXO_REDIS_ADDR, NEXO_REDIS_MODE)")
 	addr, stopRedis, err := store.StartEmbeddedRedis()
 	if err != nil {
 		return err
 	}
 	a.add(component{name: "embedded redis", stop: func(context.Context) error { stopRedis(); return nil }})
-	a.cfg.Redis.Addr = addr
+	a.cfg.Redis.Mode, a.cfg.Redis.Addr, a.cfg.Redis.Addrs = configs.RedisStandalone, addr, nil
 
 	db, err := store.OpenSQLite(ctx, a.cfg.SQLite.Path)
 	if err != nil {
@@ -221,6 +296,8 @@ func (a *App) migrate(ctx context.Context) error {
 func (a *App) buildAuth(context.Context) error {
 	a.users = store.NewUserRepo(a.db)
 	a.tokens = store.NewTokens(a.rdb, a.keys)
+	a.limiter = limits.New(a.rdb, a.cfg.Redis.KeyPrefix, a.metrics, a.log)
+	a.userLimit = limits.NewUserRequests(a.limiter, a.cfg.WS.RateLimit, a.cfg.WS.RateBurst)
 	var err error
 	if a.passwords, err = auth.NewPasswords(a.cfg.Auth.BcryptCost); err != nil {
 		return err
@@ -228,27 +305,49 @@ func (a *App) buildAuth(context.Context) error {
 	if a.issuer, err = auth.NewIssuer(a.cfg.JWT, a.tokens); err != nil {
 		return err
 	}
-	a.verifier, err = auth.NewVerifier(a.cfg.JWT, a.tokens)
-	return err
+	if a.verifier, err = auth.NewVerifier(a.cfg.JWT, a.tokens); err != nil {
+		return err
+	}
+	return a.buildExternalJWT()
 }
 
-// buildGateway listens on http.addr and builds the HTTP server; other
-// steps add their routes with a.server.Route after it.
-func (a *App) buildGateway(context.Context) error {
+// listen opens http.addr early: the default instance id is named after
+// the port actually bound.
+func (a *App) listen(context.Context) error {
 	ln, err := net.Listen("tcp", a.cfg.HTTP.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s (http.addr): %w", a.cfg.HTTP.Addr, err)
 	}
 	a.listener = ln
+	return nil
+}
+
+// buildGateway builds the HTTP server on the listener; other steps add
+// their routes with a.server.Route after it.
+func (a *App) buildGateway(context.Context) error {
+	ln := a.listener
 	rdb := a.rdb
+	var err error
 	a.server, err = gateway.NewServer(gateway.Deps{
 		HTTP: a.cfg.HTTP, Logger: a.log, Listener: ln,
 		Users: a.users, Passwords: a.passwords, Issuer: a.issuer, Verifier: a.verifier,
 		Ready: []gateway.ReadyCheck{
 			{Name: string(a.db.Dialect), Check: a.db.Ping},
-			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
+			{Name: "redis", Check: func(ctx context.Context) error { return store.PingRedis(ctx, rdb) }},
 		},
-		OnLogout: a.onLogout,
+		Degraded:           []gateway.ReadyCheck{{Name: "redis_memory", Check: redisMemoryCheck(rdb, a.cfg.Redis.MemoryDegradedRatio)}},
+		OnLogout:           a.onLogout,
+		RegistrationClosed: !a.cfg.RegistrationIsOpen(),
+		CORS:               corsMiddleware(a.cfg),
+		Registry:           a.metrics,
+		AccessLog:          a.cfg.Log.Access,
+		OnDrain: func(ctx context.Context) {
+			for _, fn := range a.onDrain {
+				fn(ctx)
+			}
+		},
+		DrainDelay: a.cfg.Cluster.DrainDelay,
+		Limiter:    a.limiter, Limits: a.cfg.Limits, Auth: a.cfg.Auth,
 	})
 	if err != nil {
 		_ = ln.Close()

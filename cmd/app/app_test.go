@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -33,7 +34,7 @@ func startAppValue(t *testing.T, cfg configs.Config) (*App, string) {
 	return a, base
 }
 
-func runApp(t *testing.T, cfg configs.Config) (a *App, base string, logs *storetest.LogBuffer, stop func() error) {
+func runApp(t testing.TB, cfg configs.Config) (a *App, base string, logs *storetest.LogBuffer, stop func() error) {
 	t.Helper()
 	logs = &storetest.LogBuffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -51,12 +52,33 @@ func runApp(t *testing.T, cfg configs.Config) (a *App, base string, logs *storet
 		if !once {
 			once = true
 			cancel()
-			runErr = <-done
+			runErr = awaitRun(t, done)
 		}
 		return runErr
 	}
 	t.Cleanup(func() { _ = stop() })
 	return a, "http://" + a.listener.Addr().String(), logs, stop
+}
+
+// runStopLimit bounds how long a test waits for App.Run to return after
+// its context is cancelled: far above a drain on a loaded machine, far
+// below go test's package timeout, so a stuck shutdown fails one test with
+// every goroutine's stack instead of hanging the package.
+const runStopLimit = 90 * time.Second
+
+// awaitRun waits for Run's result on done; past runStopLimit it fails the
+// test, logs all goroutines and returns an error.
+func awaitRun(t testing.TB, done <-chan error) error {
+	t.Helper()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(runStopLimit):
+		var stacks strings.Builder
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 2)
+		t.Errorf("App.Run did not return within %s of cancel; goroutines:\n%s", runStopLimit, stacks.String())
+		return fmt.Errorf("App.Run did not return within %s", runStopLimit)
+	}
 }
 
 // call sends a JSON request and decodes the envelope.
@@ -68,6 +90,9 @@ func call(t *testing.T, method, url, body, token string) (int, map[string]any) {
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Do(req)
@@ -96,10 +121,10 @@ func smoke(t *testing.T, base string) {
 			t.Fatalf("%s: %d %v", path, code, env)
 		}
 	}
-	if code, env := call(t, "POST", base+"/user/register", `{"user_id":"smoke","nickname":"S","password":"12345678"}`, ""); code != 200 {
+	if code, env := call(t, "POST", base+"/user/register", `{"user_id":"smoke","nickname":"S","password":"plum-tart-9"}`, ""); code != 200 {
 		t.Fatalf("register: %d %v", code, env)
 	}
-	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"smoke","password":"12345678","platform_id":5}`, "")
+	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"smoke","password":"plum-tart-9","platform_id":5}`, "")
 	token := dataField(env, "token")
 	if code != 200 || token == "" {
 		t.Fatalf("login: %d %v", code, env)
@@ -115,7 +140,7 @@ func smoke(t *testing.T, base string) {
 	}
 }
 
-func embeddedConfig(t *testing.T) configs.Config {
+func embeddedConfig(t testing.TB) configs.Config {
 	cfg := configs.Default()
 	cfg.HTTP.Addr = "127.0.0.1:0"
 	cfg.SQLite.Path = filepath.Join(t.TempDir(), "data", "nexo.db")

@@ -46,15 +46,20 @@ type wsClient struct {
 	pushes  map[int][]frame
 	changed chan struct{}
 	closed  chan struct{}
+	err     error // why reading stopped (set before closed is closed)
 }
 
-// user registers userID (password "password1") and logs in on platform 5.
+// user registers userID (password "plum-tart-9") and logs in on platform 5.
+// testPassword is the password user registers with (not a common one:
+// registration refuses those).
+const testPassword = "plum-tart-9"
+
 func user(t *testing.T, base, userID string) string {
 	t.Helper()
-	if code, env := call(t, "POST", base+"/user/register", fmt.Sprintf(`{"user_id":%q,"nickname":"n","password":"password1"}`, userID), ""); code != 200 {
+	if code, env := call(t, "POST", base+"/user/register", fmt.Sprintf(`{"user_id":%q,"nickname":"n","password":%q}`, userID, testPassword), ""); code != 200 {
 		t.Fatalf("register %s: %d %v", userID, code, env)
 	}
-	code, env := call(t, "POST", base+"/auth/login", fmt.Sprintf(`{"user_id":%q,"password":"password1","platform_id":5}`, userID), "")
+	code, env := call(t, "POST", base+"/auth/login", fmt.Sprintf(`{"user_id":%q,"password":%q,"platform_id":5}`, userID, testPassword), "")
 	if code != 200 {
 		t.Fatalf("login %s: %d %v", userID, code, env)
 	}
@@ -89,6 +94,9 @@ func (c *wsClient) read() {
 	for {
 		_, raw, err := c.conn.ReadMessage()
 		if err != nil {
+			c.mu.Lock()
+			c.err = err
+			c.mu.Unlock()
 			return
 		}
 		var f frame
@@ -159,7 +167,7 @@ func (c *wsClient) waitPushes(id int, what string, cond func([]frame) bool) []fr
 
 // realConfig is a configuration on the test MariaDB and Redis, with a key
 // prefix and database of the test's own and fast timings.
-func realConfig(t *testing.T) configs.Config {
+func realConfig(t testing.TB) configs.Config {
 	t.Helper()
 	cfg := configs.Default()
 	cfg.HTTP.Addr = "127.0.0.1:0"
@@ -179,4 +187,11 @@ func realConfig(t *testing.T) configs.Config {
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// readErr is why the connection's reading stopped (nil while open).
+func (c *wsClient) readErr() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
 }

@@ -1,19 +1,22 @@
 package app
 
 import (
+	"bytes"
 	"context"
-	"os"
+	"crypto/subtle"
+	"time"
 
 	"github.com/cloudwego/hertz/pkg/app"
-	"github.com/cloudwego/hertz/pkg/common/adaptor"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/chat"
 	"github.com/nexo-im/nexo/gateway/group"
+	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/gateway/state"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
@@ -23,15 +26,24 @@ import (
 	"github.com/nexo-im/nexo/workers"
 )
 
-// buildWebSocket builds the WebSocket gateway; logout closes the live
-// sessions of the revoked token.
+// buildWebSocket builds this process's WebSocket gateway; the cluster
+// router (buildRouter) wraps it.
 func (a *App) buildWebSocket(context.Context) error {
-	instance := a.consumerName()
+	instance := a.member.Incarnation()
+	a.audit = a.newAudit()
 	hub, err := ws.New(a.cfg.WS, ws.Deps{
-		Auth: a.verifier, Tokens: a.tokens, Logger: a.log, Metrics: a.metrics,
+		Audit: a.audit, Auth: a.verifier, Tokens: auth.SessionChecker{Tokens: a.tokens, Floors: a.tokens}, Logger: a.log, Metrics: a.metrics, Limiter: a.userLimit,
 		Presence: store.NewPresence(a.rdb, a.keys, instance, a.cfg.WS.PresenceTTL),
-		// Offline resend; a.resender is set by buildMessaging, before serving.
+		// The login policy on the other instances, then offline resend;
+		// a.router and a.resender are set by later steps, before serving.
 		OnConnect: func(ctx context.Context, c *ws.Conn) {
+			if r := a.router; r != nil {
+				r.SessionStarted(ctx, c)
+			}
+			if rt := a.realtime; rt != nil {
+				// Session tracking lives as long as the connection.
+				go rt.OnConnect(ctx, c)
+			}
 			if r := a.resender; r != nil {
 				r.OnConnect(ctx, c)
 			}
@@ -41,7 +53,6 @@ func (a *App) buildWebSocket(context.Context) error {
 		return err
 	}
 	a.ws = hub
-	a.onLogout = func(userID string, platformID int, jti string) { hub.RevokeSession(userID, platformID, jti) }
 	return nil
 }
 
@@ -52,24 +63,75 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	keys := streams.NewKeys(a.cfg.Redis.KeyPrefix, a.cfg.Streams.Shards)
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
-	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL)
-	pusher := chat.NewPusher(a.ws, a.log)
+	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
+	pusher := chat.NewPusher(a.router, a.log)
 
 	m := workers.NewMetrics(a.metrics)
+	audit := a.audit
 	a.metrics.MustRegister(workers.NewStreamCollector(a.rdb, keys))
+	hooks := a.buildWebhooks()
+	// Repeat offenders (limits.dead_letters): counted by the save stage,
+	// refused at send from a copy of the blocked set refreshed every second.
+	deadSenders := store.NewDeadSenders(a.rdb, a.keys, a.cfg.Limits.DeadLetters, a.log)
+	if deadSenders != nil {
+		a.add(component{name: "dead-letter sender blocks", run: deadSenders.Run})
+	}
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, MaxAttempts: a.cfg.Save.MaxAttempts,
+		Metrics: m, Log: a.log, MaxAttempts: a.cfg.Save.MaxAttempts, After: hooks.workerAfter(),
+		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes, DeadSenders: deadSenders,
 	})
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
 	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
-	groupFanout := group.NewFanout(members, a.ws, a.cfg.Group.Push, a.metrics, a.log)
-	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Metrics: m, Log: a.log})
+	groupFanout := group.NewFanout(members, a.router, a.cfg.Group.Push, a.metrics, a.log)
+	convRepo := store.NewConversationRepo(a.db)
+	// recv_msg_opt 1 of single chats, read by the deliver stage and the
+	// synchronous path's pushes without a query per message.
+	noPush := state.NewNoPushCache(convRepo, a.cfg.Sync.RecvOptCacheTTL, a.log)
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit,
+		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
 	if err := pipeline.EnsureGroups(ctx); err != nil {
 		return err
 	}
+	if !a.embedded {
+		// One instance per shard (docs/cluster.md, "Shard ownership"): a
+		// lease per shard over the live instances, renewed with the
+		// heartbeat; membership changes rebalance at once.
+		member := a.member
+		pipeline.UseOwnership(workers.Ownership{
+			Self:   member.Self().ID,
+			Leases: streams.NewShardLeases(a.rdb, keys),
+			Live: func() []string {
+				live := member.Live()
+				ids := make([]string, len(live))
+				for i, in := range live {
+					ids[i] = in.ID
+				}
+				return ids
+			},
+			TTL: a.cfg.Cluster.InstanceTTL, Interval: a.cfg.Cluster.HeartbeatInterval,
+		})
+		member.OnChange(func([]store.Instance) { pipeline.Rebalance() })
+		a.onDrain = append(a.onDrain, func(ctx context.Context) { _ = pipeline.Release(ctx) })
+		leases := streams.NewShardLeases(a.rdb, keys)
+		a.shardsOf = func(ctx context.Context) map[string][]int {
+			out := map[string][]int{}
+			owners, err := leases.Owners(ctx)
+			if err != nil {
+				return out
+			}
+			for _, o := range owners {
+				if o.Holder != "" {
+					out[o.Holder] = append(out[o.Holder], o.Shard)
+				}
+			}
+			return out
+		}
+	}
+	a.pipeline = pipeline
+	a.shardLeases = streams.NewShardLeases(a.rdb, keys)
 	a.add(component{name: "pipeline", run: pipeline.Run})
 	if a.embedded {
 		// The in-process Redis dies with the process: give back the seqs its
@@ -89,34 +151,42 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		}})
 	}
 
-	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, pusher, groupFanout, a.metrics, a.log)
+	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, pusher, groupFanout, noPush, a.metrics, a.log)
 	a.add(component{name: "push queue", run: func(ctx context.Context) error { return fanout.Run(ctx, a.cfg.Push.Workers) }})
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: state.NewMentionGate(accepter, members), Saver: msgs, Leaser: seqs, Users: a.users,
-		Groups: members, Fanout: fanout, Log: a.log, Registry: a.metrics,
+		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
+		Hook: hooks.beforeSend(), After: hooks.chatAfter(), DeadSenders: deadSenders,
 	})
-	puller := chat.NewPuller(msgs, seqs, members)
-	chat.NewHandlers(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
+	inflight := streams.NewInFlightReader(a.rdb, keys)
+	puller := chat.NewPuller(msgs, seqs, members, inflight)
+	chat.NewHandlers(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
 
+	a.chat, a.members = svc, members
 	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,
 		Locks: groupCache, Notifier: svc, Log: a.log, Registry: a.metrics})
-	group.NewHandlers(groupSvc, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server)
+	invites := limits.NewInvites(a.limiter, limits.Rule{Rate: a.cfg.Limits.GroupInvite.Rate,
+		Period: a.cfg.Limits.GroupInvite.Period, Burst: a.cfg.Limits.GroupInvite.Burst})
+	group.NewHandlers(groupSvc, a.cfg.HTTP.MaxBodyBytes, invites, a.log).Register(a.server)
+	a.groups = groupSvc
 
 	// Sync and state (gateway/state, docs/sync.md): cursors and receipts,
 	// newest seq, conversations, recall, offline resend.
-	convRepo := store.NewConversationRepo(a.db)
-	access := state.NewAccess(members, seqs, state.NewRedisIssued(a.rdb, keys))
+	access := state.NewAccess(members, seqs, state.NewRedisIssued(a.rdb, keys), a.users)
 	receipts := state.NewReceipts(pusher, convRepo, members, a.cfg.Sync.GroupReceiptMaxMembers, a.log)
-	writer := state.NewCursorWriter(store.NewCursorRepo(a.db), receipts, a.cfg.Sync.CursorFlushInterval, a.metrics, a.log)
+	writer := state.NewCursorWriter(state.CursorWriterDeps{Store: store.NewCursorRepo(a.db), Sink: receipts,
+		Window: a.cfg.Sync.CursorFlushInterval, Saved: convRepo, Audit: audit, Registry: a.metrics, Log: a.log})
 	a.add(component{name: "cursor writer", run: writer.Run, stop: writer.Close})
 	recall := state.NewRecall(state.RecallDeps{Window: a.cfg.Msg.RevokeWindow, Wait: a.cfg.Sync.RevokeWait, Access: access,
-		Store: store.NewRevokeRepo(a.db), Roles: members, Notifier: svc, Push: pusher, Saved: seqs})
-	state.NewHandlers(state.NewCursors(access, writer, convRepo), state.NewConversations(access, convRepo, writer, members),
+		Store: store.NewRevokeRepo(a.db), Roles: members, Notifier: svc, Push: pusher, Saved: seqs, InFlight: inflight})
+	state.NewHandlers(state.NewCursors(access, writer, convRepo), state.NewConversations(access, convRepo, writer, members, noPush),
 		recall, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
 	a.resender = state.NewResender(state.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
-		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log})
+		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log, Audit: audit})
+
+	a.buildIntegration(hooks, members, convRepo)
 
 	// Without KeepHijackedConns Hertz ignores Close on a hijacked
 	// connection, and no server-side close (kick, slow consumer) would work.
@@ -133,10 +203,14 @@ func (a *App) buildWeb(context.Context) error {
 	return nil
 }
 
-// buildObservability serves /metrics and the admin view of the switches.
-func (a *App) buildObservability(context.Context) error {
-	a.server.Route("GET", "/metrics", adaptor.HertzHandler(promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{})), false)
+// buildObservability serves /metrics (buildOps: metrics.addr or the main
+// listener) and the admin view of the switches.
+func (a *App) buildObservability(ctx context.Context) error {
+	if err := a.buildOps(ctx); err != nil {
+		return err
+	}
 	a.server.Route("GET", "/admin/mode", a.adminMode, false)
+	a.server.Route("GET", "/admin/cluster", a.adminCluster, false)
 	return nil
 }
 
@@ -150,13 +224,21 @@ type ModeJSON struct {
 // adminMode answers the switches in force. It needs "Authorization: Bearer
 // <admin.token>"; with no admin.token configured it is forbidden.
 func (a *App) adminMode(ctx context.Context, c *app.RequestContext) {
-	want := a.cfg.Admin.Token
-	if want == "" || string(c.GetHeader("Authorization")) != "Bearer "+want {
+	if !a.isAdmin(c) {
 		gateway.WriteError(ctx, c, a.log, wire.NewError(wire.ReasonForbidden, "admin endpoints need Authorization: Bearer <admin.token>"))
 		return
 	}
 	m := a.mode.Get()
 	gateway.WriteOK(c, ModeJSON{TwoPhaseEnabled: m.Enabled, DeliverBeforeSaved: m.DeliverBeforeSaved, FailOpen: m.FailOpen})
+}
+
+// adminAuthorized reports whether header is "Bearer <want>". The token is
+// compared in constant time (subtle.ConstantTimeCompare), so its bytes
+// cannot be guessed one by one from response times; an empty want (no
+// admin.token configured) authorizes nobody.
+func adminAuthorized(want string, header []byte) bool {
+	got, ok := bytes.CutPrefix(header, []byte("Bearer "))
+	return want != "" && ok && subtle.ConstantTimeCompare(got, []byte(want)) == 1
 }
 
 // SetMode replaces the two-phase switches at run time (SIGHUP). Messages in
@@ -172,17 +254,13 @@ func (a *App) Mode() *chat.Mode { return a.mode }
 // Addr is the listener's host:port.
 func (a *App) Addr() string { return a.listener.Addr().String() }
 
-// consumerName is this process's stable name in every consumer group and in
-// presence: streams.consumer_name, else the host name.
+// consumerName is this process's stable name in every consumer group:
+// streams.consumer_name when set, else the instance id (cluster.instance_id).
 func (a *App) consumerName() string {
 	if a.cfg.Streams.ConsumerName != "" {
 		return a.cfg.Streams.ConsumerName
 	}
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		return "nexo"
-	}
-	return host
+	return a.member.Self().ID
 }
 
 // newRegistry is the process's Prometheus registry with Go and process collectors.
@@ -190,4 +268,70 @@ func newRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// acceptOptions: the run_id fence and the lost-message check on every real
+// Redis (the embedded in-process one cannot fail over and has no INFO in
+// scripts), and the replica wait of two_phase.accept_replicas.
+func (a *App) acceptOptions(msgs *store.MessageRepo) []streams.AcceptOption {
+	if a.embedded {
+		return []streams.AcceptOption{streams.WithoutFence()}
+	}
+	return []streams.AcceptOption{
+		streams.WithReplicas(a.cfg.TwoPhase.AcceptReplicas, a.cfg.TwoPhase.AcceptReplicasTimeout),
+		streams.WithLostCheck(msgs, a.log, a.metrics, 10*time.Second),
+	}
+}
+
+// ReleaseShards stops this instance's save and deliver stages after the
+// batches in hand and gives its shard leases back at once, so the other
+// instances take the shards over without waiting for the leases to expire
+// (issue 11 item 7: call it right after SIGTERM). Idempotent; the
+// pipeline's own shutdown does the same.
+func (a *App) ReleaseShards(ctx context.Context) error {
+	if a.pipeline == nil {
+		return nil
+	}
+	return a.pipeline.Release(ctx)
+}
+
+// ShardsJSON is the shard part of GET /admin/cluster: the shards this
+// instance runs, and every shard's lease as Redis holds it.
+type ShardsJSON struct {
+	Owned  []workers.OwnedShard `json:"owned"`
+	Leases []streams.ShardOwner `json:"leases"`
+}
+
+// Shards reports shard ownership for GET /admin/cluster.
+func (a *App) Shards(ctx context.Context) (ShardsJSON, error) {
+	out := ShardsJSON{Owned: []workers.OwnedShard{}, Leases: []streams.ShardOwner{}}
+	if a.pipeline == nil {
+		return out, nil
+	}
+	out.Owned = a.pipeline.Owned()
+	if a.embedded {
+		return out, nil
+	}
+	leases, err := a.shardLeases.Owners(ctx)
+	if err != nil {
+		return out, err
+	}
+	out.Leases = leases
+	return out, nil
+}
+
+// Audit lines (issue 15 item 3, docs/operations.md "Audit lines"): at most
+// auditPerSecond lines a second (burst auditBurst) per level, so an outage
+// that fails every push cannot flood the log.
+const (
+	auditPerSecond = 20
+	auditBurst     = 50
+)
+
+func (a *App) newAudit() *domain.Audit {
+	id := a.cfg.Cluster.InstanceID
+	if a.member != nil {
+		id = a.member.Self().ID
+	}
+	return domain.NewAudit(a.log, id, auditPerSecond, auditBurst)
 }

@@ -165,7 +165,7 @@ func TestEmbeddedRestartContinuesWithoutGap(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _, _ = startApp(t, cfg) // same SQLite file, a fresh in-process Redis
-	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"amy","password":"password1","platform_id":5}`, "")
+	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"amy","password":"plum-tart-9","platform_id":5}`, "")
 	if code != 200 {
 		t.Fatalf("login after restart: %d %v", code, env)
 	}

@@ -140,7 +140,7 @@ func TestOfflineResendEndToEnd(t *testing.T) {
 	<-b.closed
 	// Ann's second device gets every message once the deliver stage is
 	// through with it: then no live push can reach ben's new connection.
-	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"ann","password":"password1","platform_id":1}`, "")
+	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"ann","password":"plum-tart-9","platform_id":1}`, "")
 	if code != 200 {
 		t.Fatalf("second login: %d %v", code, env)
 	}

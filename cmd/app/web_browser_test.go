@@ -73,7 +73,7 @@ func webAppWith(t *testing.T, cfg configs.Config) (*App, string) {
 	go func() { done <- a.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := awaitRun(t, done); err != nil {
 			t.Errorf("run: %v", err)
 		}
 		if t.Failed() {
@@ -290,7 +290,7 @@ func (p *page) register(userID string) {
 		chromedp.WaitVisible(`#register-form`, chromedp.ByQuery),
 		chromedp.SendKeys(`#register-user`, userID, chromedp.ByQuery),
 		chromedp.SendKeys(`#register-nickname`, strings.ToUpper(userID[:1])+userID[1:], chromedp.ByQuery),
-		chromedp.SendKeys(`#register-password`, "password1", chromedp.ByQuery),
+		chromedp.SendKeys(`#register-password`, "plum-tart-9", chromedp.ByQuery),
 		chromedp.Click(`#register-form button[type=submit]`, chromedp.ByQuery),
 	)
 	p.waitConnected()

@@ -120,6 +120,7 @@ func startFirefox(t *testing.T) *firefoxPage {
 	if err != nil {
 		t.Fatal(err)
 	}
+	cmd.WaitDelay = 5 * time.Second // its content processes keep stderr open
 	if err := cmd.Start(); err != nil {
 		cancel()
 		t.Fatalf("start %s: %v", firefoxPath, err)
@@ -177,7 +178,7 @@ func TestWebFirefox(t *testing.T) {
 
 	ff.b.call("browsingContext.navigate", map[string]any{"context": ff.ctx, "url": base + "/", "wait": "complete"})
 	ff.waitFor("sign-in page", `!document.getElementById('signin').hidden`)
-	ff.submit("register-form", map[string]string{"register-user": "alice", "register-nickname": "Alice", "register-password": "password1"})
+	ff.submit("register-form", map[string]string{"register-user": "alice", "register-nickname": "Alice", "register-password": "plum-tart-9"})
 	ff.waitFor("connected", `document.querySelector('#conn[data-state="open"]')`)
 	ff.submit("new-chat", map[string]string{"new-chat-user": "bob"})
 	ff.waitFor("chat open", `!document.getElementById('composer').hidden`)

@@ -86,7 +86,7 @@ func TestWebTwoPeopleChat(t *testing.T) {
 	// History longer than a page: Bob's other device sends 60 more. After
 	// a reload Alice's tab keeps its session, lists the conversation and
 	// shows the newest page; "load earlier" brings the rest, in seq order.
-	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"bob","password":"password1","platform_id":1}`, "")
+	code, env := call(t, "POST", base+"/auth/login", `{"user_id":"bob","password":"plum-tart-9","platform_id":1}`, "")
 	if code != 200 {
 		t.Fatalf("bob's second login: %d %v", code, env)
 	}
@@ -164,7 +164,10 @@ func TestWebGroupOfThree(t *testing.T) {
 	t.Parallel()
 	b := newBrowser(t)
 	_, base := webApp(t)
-	user(t, base, "dave") // invited later; never opens a browser
+	// Dave is invited later and never opens a browser.
+	if code, env := call(t, "POST", base+"/user/register", `{"user_id":"dave","nickname":"Dave","password":"plum-tart-9"}`, ""); code != 200 {
+		t.Fatalf("register dave: %d %v", code, env)
+	}
 	alice, bob, carol := b.open("alice", base), b.open("bob", base), b.open("carol", base)
 	alice.register("alice")
 	bob.register("bob")
@@ -178,7 +181,7 @@ func TestWebGroupOfThree(t *testing.T) {
 		chromedp.Click(`#group-form button[type=submit]`, chromedp.ByQuery),
 	)
 	alice.waitFor("group open", `document.getElementById('chat-title').textContent === 'Trio' && !document.getElementById('composer').hidden`)
-	alice.waitFor("creation notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'You created “Trio” with bob, carol')`)
+	alice.waitFor("creation notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'You created “Trio” with Bob, Carol')`)
 	var conv string
 	alice.eval(`nexo.client.current.id`, &conv)
 
@@ -187,9 +190,11 @@ func TestWebGroupOfThree(t *testing.T) {
 		p.waitFor("group listed", `(() => { const li = document.querySelector('#conv-list li[data-conv-id=`+js(conv)+`]'); return li && li.textContent.includes('Trio'); })()`)
 	}
 	bob.openConversation(conv)
-	bob.waitFor("creation notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'alice created “Trio” with you, carol')`)
+	bob.waitFor("creation notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'Alice created “Trio” with you, Carol')`)
 	bob.send("Hi all")
 	alice.waitMessage("Hi all", "")
+	// Bubbles show the sender's nickname, not the user ID.
+	alice.waitFor("sender nickname", `(() => { const li = `+messageExpr("Hi all")+`; return li && li.querySelector('.sender').textContent === 'Bob'; })()`)
 	bob.waitMessage("Hi all", "read") // Alice has the group open: her read receipt reaches Bob
 
 	// A mention of Carol, who has not opened the group: her entry shows
@@ -201,7 +206,10 @@ func TestWebGroupOfThree(t *testing.T) {
 	carol.openConversation(conv)
 	carol.waitFor("mention highlighted", `(() => { const li = `+messageExpr("are you there?")+`; return li && li.classList.contains('mentioned') && li.querySelector('mark.mention.me'); })()`)
 	carol.waitFor("marker cleared", `!document.querySelector('#conv-list li[data-conv-id=`+js(conv)+`] .mention-marker:not([hidden])')`)
-	carol.send("Yes!")
+	// Typing shows in the others' chat header (WS 1103 → 2103, never stored).
+	carol.run("type", chromedp.SendKeys(`#composer-input`, "Ye", chromedp.ByQuery))
+	bob.waitFor("typing shown", `document.getElementById('chat-sub').textContent === 'Carol is typing…'`)
+	carol.send("s!")
 	alice.waitMessage("Yes!", "")
 	bob.waitMessage("Yes!", "")
 
@@ -212,7 +220,7 @@ func TestWebGroupOfThree(t *testing.T) {
 		chromedp.SendKeys(`#invite-users`, "dave", chromedp.ByQuery),
 		chromedp.Click(`#invite-form button[type=submit]`, chromedp.ByQuery),
 	)
-	bob.waitFor("invite notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'alice invited dave')`)
+	bob.waitFor("invite notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'Alice invited Dave')`)
 	alice.waitFor("invite done", `!document.getElementById('invite-dialog').open && document.getElementById('notices').textContent.includes('Invited dave')`)
 	alice.run("show members", chromedp.Click(`#members`, chromedp.ByQuery))
 	alice.waitFor("four members", `document.getElementById('members-dialog').open && document.querySelectorAll('#member-list li').length === 4 &&
@@ -233,7 +241,7 @@ func TestWebGroupOfThree(t *testing.T) {
 	// Carol leaves: the others see it inline; her composer closes.
 	carol.run("leave", chromedp.Click(`#quit`, chromedp.ByQuery)) // the harness accepts the confirmation
 	carol.waitFor("composer closed", `document.getElementById('composer-input').disabled && document.getElementById('composer-note').textContent.includes('left')`)
-	alice.waitFor("leave notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'carol left the group')`)
+	alice.waitFor("leave notice", `[...document.querySelectorAll('#messages li.system')].some(li => li.textContent === 'Carol left the group')`)
 	alice.screenshot("group")
 	bob.screenshot("group")
 	carol.screenshot("left")
@@ -334,14 +342,14 @@ func TestWebReconnectFillsTheGap(t *testing.T) {
 	// A newer login of Alice on the web platform replaces the page's
 	// token: the page says the session ended and offers to sign in; signing
 	// in again brings the conversations back.
-	if code, env := call(t, "POST", base+"/auth/login", `{"user_id":"alice","password":"password1","platform_id":5}`, ""); code != 200 {
+	if code, env := call(t, "POST", base+"/auth/login", `{"user_id":"alice","password":"plum-tart-9","platform_id":5}`, ""); code != 200 {
 		t.Fatalf("second web login: %d %v", code, env)
 	}
 	alice.waitFor("session ended", `!document.getElementById('signin').hidden && document.getElementById('signin-reason').textContent.includes('session ended')`)
 	alice.screenshot("session-ended")
 	alice.run("sign in again",
 		chromedp.SendKeys(`#login-user`, "alice", chromedp.ByQuery),
-		chromedp.SendKeys(`#login-password`, "password1", chromedp.ByQuery),
+		chromedp.SendKeys(`#login-password`, "plum-tart-9", chromedp.ByQuery),
 		chromedp.Click(`#login-form button[type=submit]`, chromedp.ByQuery),
 	)
 	alice.waitConnected()
@@ -399,7 +407,7 @@ func TestWebClientModel(t *testing.T) {
 	idsJSON, _ := json.Marshal(ids)
 	script := `(async () => {
 	const { Conversation } = await import('/assets/conversation.js');
-	const { backoffDelay } = await import('/assets/socket.js');
+	const { backoffDelay, restartDelay } = await import('/assets/socket.js');
 	const { singleConversationID, parseConversationID } = await import('/assets/ids.js');
 	const fails = [];
 	const eq = (what, got, want) => { if (JSON.stringify(got) !== JSON.stringify(want)) fails.push(what + ': got ' + JSON.stringify(got) + ', want ' + JSON.stringify(want)); };
@@ -462,6 +470,8 @@ func TestWebClientModel(t *testing.T) {
 		const lo = backoffDelay(n, 500, 30000, () => 0), hi = backoffDelay(n, 500, 30000, () => 1);
 		eq('backoff ' + n, [lo, hi], [Math.round(d / 2), d]);
 	}
+	// After a close 1012 the reconnect is immediate, jittered within 1 s.
+	eq('restart jitter', [restartDelay(() => 0), restartDelay(() => 0.5), restartDelay(() => 1)], [0, 500, 1000]);
 	const ids = ` + string(idsJSON) + `;
 	for (const [pair, want] of Object.entries(ids)) {
 		const [a, b] = pair.split(' ');

@@ -19,12 +19,27 @@ import (
 // api is the HTTP half of the public protocol: accounts, tokens, groups,
 // pulls and the Prometheus endpoint. Every call is bounded by its ctx.
 type api struct {
-	base string // scheme://host[:port], no trailing slash
-	hc   *http.Client
+	base string // scheme://host[:port], no trailing slash: HTTP calls
+	// bases are every instance of a --url list; WebSocket connections go
+	// to them round-robin by session index (a cluster without a load
+	// balancer in front).
+	bases []string
+	hc    *http.Client
 }
 
-// newAPI returns a client for baseURL (http:// or https://).
+// newAPI returns a client for baseURL (http:// or https://), or for a
+// comma-separated list of them: HTTP calls go to the first, WebSocket
+// connections to each in turn (wsURL).
 func newAPI(baseURL string) *api {
+	var bases []string
+	for _, b := range strings.Split(baseURL, ",") {
+		if b = strings.TrimRight(strings.TrimSpace(b), "/"); b != "" {
+			bases = append(bases, b)
+		}
+	}
+	if len(bases) == 0 {
+		bases = []string{""}
+	}
 	tr := &http.Transport{
 		Proxy:               nil,
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -32,7 +47,7 @@ func newAPI(baseURL string) *api {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	return &api{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &api{base: bases[0], bases: bases, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
 }
 
 // apiError is a failed call: the HTTP status and the envelope's reason.
@@ -190,16 +205,25 @@ func (a *api) pull(ctx context.Context, token string, p pullData) (pullResult, e
 	return out, err
 }
 
-// wsURL is the WebSocket endpoint for a token.
-func (a *api) wsURL(token, userID string, platform int) string {
-	u := a.base
+// wsURL is the WebSocket endpoint of session c: c.base when the topology
+// placed it, else instance c.idx mod the --url list's length. By index, not
+// by dial order (sessions dial in parallel), so the placement is the same
+// on every run and a reconnect returns to the same instance; a pair's
+// sender and receiver are consecutive sessions, so with two or more
+// instances they are never on the same one.
+func (a *api) wsURL(c *conn) string {
+	u := c.base
+	if u == "" {
+		u = a.bases[c.idx%len(a.bases)]
+	}
+	u = strings.TrimRight(u, "/")
 	switch {
 	case strings.HasPrefix(u, "https://"):
 		u = "wss://" + strings.TrimPrefix(u, "https://")
 	case strings.HasPrefix(u, "http://"):
 		u = "ws://" + strings.TrimPrefix(u, "http://")
 	}
-	q := url.Values{"token": {token}, "send_id": {userID}, "platform_id": {strconv.Itoa(platform)}}
+	q := url.Values{"token": {c.token}, "send_id": {c.user}, "platform_id": {strconv.Itoa(c.platform)}}
 	return u + "/ws?" + q.Encode()
 }
 
@@ -251,4 +275,39 @@ type serverMem struct {
 	HeapInuse  int64 `json:"heap_inuse_bytes"`
 	StackInuse int64 `json:"stack_inuse_bytes"`
 	Goroutines int64 `json:"goroutines"`
+}
+
+// metricSeries scrapes /metrics for every series whose name starts with
+// prefix, keyed by the series as written (name and labels). Empty when
+// the endpoint is missing or refuses.
+func (a *api) metricSeries(ctx context.Context, prefix string) map[string]float64 {
+	out := map[string]float64{}
+	req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/metrics", nil)
+	if err != nil {
+		return out
+	}
+	resp, err := a.hc.Do(req)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return out
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 {
+			continue
+		}
+		if v, err := strconv.ParseFloat(line[i+1:], 64); err == nil {
+			out[line[:i]] = v
+		}
+	}
+	return out
 }

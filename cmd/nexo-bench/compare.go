@@ -26,6 +26,7 @@ var headlines = []headline{
 	{"delivery_p99_ms", "delivery p99 ms", func(r *Result) float64 { return r.Latency.Delivery.P99 }, false},
 	{"delivery_p999_ms", "delivery p99.9 ms", func(r *Result) float64 { return r.Latency.Delivery.P999 }, false},
 	{"failures", "correctness failures", func(r *Result) float64 { return float64(r.Correctness.failures() + sumErrors(r.Errors)) }, false},
+	{"process_cores", "bench process CPU (cores)", func(r *Result) float64 { return r.Usage.ProcessCores }, true},
 	{"other_cores", "other processes' CPU (cores)", func(r *Result) float64 { return r.Usage.OtherCores }, true},
 }
 

@@ -47,6 +47,9 @@ type inFrame struct {
 	ErrCode       int    `json:"err_code"`
 	ErrMsg        string `json:"err_msg"`
 	Data          inData `json:"data"`
+	// Ts is the server's time when it encoded the frame (Unix ms; every
+	// server frame carries it).
+	Ts int64 `json:"ts"`
 }
 
 // inData holds the fields of every data object nexo-bench reads; those of

@@ -107,11 +107,16 @@ type tick struct {
 	acc, lag, del                            *hdrhistogram.Histogram
 }
 
-// timeline buckets events per second since the run started.
-type timeline struct{ ticks []*tick }
+// timeline buckets events per second since the run started: origin is the
+// clock reading when sending starts (the session clock also counts the
+// setup, which the charts' seconds must not).
+type timeline struct {
+	origin int64
+	ticks  []*tick
+}
 
 func (t *timeline) at(ns int64) *tick {
-	i := int(max(ns, 0) / int64(time.Second))
+	i := int(max(ns-t.origin, 0) / int64(time.Second))
 	for len(t.ticks) <= i {
 		t.ticks = append(t.ticks, &tick{
 			acc: hdrhistogram.New(histLowestUs, histHighestUs, 2),

@@ -2,9 +2,11 @@ package main
 
 import (
 	"bytes"
+	_ "embed"
 	"fmt"
 	"html"
 	"io"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -13,9 +15,17 @@ import (
 	"github.com/go-echarts/go-echarts/v2/opts"
 )
 
-// The HTML reports are go-echarts pages (Apache ECharts loaded from the
-// go-echarts asset host, so viewing one needs network access) with the text
-// table on top.
+// The HTML reports are go-echarts pages with the text table on top. The
+// chart script is Apache ECharts vendored in assets/ (see its README) and
+// inlined into the page, so a report is one self-contained file that renders
+// offline, where benchmarks run.
+
+//go:embed assets/echarts.min.js
+var echartsJS string
+
+// remoteScript matches the <script src=...> tags go-echarts writes for its
+// asset host; writeHTML replaces each with the embedded script.
+var remoteScript = regexp.MustCompile(`<script src="[^"]*"></script>`)
 
 func chartInit() charts.GlobalOpts {
 	return charts.WithInitializationOpts(opts.Initialization{Width: "1000px", Height: "420px"})
@@ -66,7 +76,7 @@ func timelineCharts(r *Result) []components.Charter {
 		}
 		return out
 	}
-	sub := fmt.Sprintf("seconds since start; warm-up ends at %gs, sending stops at %gs", r.Params.WarmupS, r.Params.WarmupS+r.Params.DurationS)
+	sub := fmt.Sprintf("seconds since sending started; warm-up ends at %gs, sending stops at %gs", r.Params.WarmupS, r.Params.WarmupS+r.Params.DurationS)
 	tp := charts.NewLine()
 	tp.SetGlobalOptions(chartInit(), axisTooltip(),
 		charts.WithTitleOpts(opts.Title{Title: "Throughput per second", Subtitle: sub}),
@@ -141,9 +151,11 @@ func writeHTML(w io.Writer, title, text string, chs []components.Charter) error 
 	if err := page.Render(&buf); err != nil {
 		return err
 	}
+	out := remoteScript.ReplaceAllLiteralString(buf.String(), "")
+	out = strings.Replace(out, "</head>", "<script>\n"+echartsJS+"\n</script>\n</head>", 1)
 	pre := "<body>\n<h2 style=\"font-family:sans-serif\">" + html.EscapeString(title) + "</h2>\n<pre style=\"font-size:13px\">" +
 		html.EscapeString(strings.TrimSpace(text)) + "</pre>\n"
-	_, err := io.WriteString(w, strings.Replace(buf.String(), "<body>", pre, 1))
+	_, err := io.WriteString(w, strings.Replace(out, "<body>", pre, 1))
 	return err
 }
 

@@ -9,6 +9,7 @@ import (
 	"crypto/rand"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,6 +27,7 @@ import (
 	"github.com/nexo-im/nexo/cmd/app"
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/store"
 )
 
 // inProcessServer is a Nexo the bench runs itself. It satisfies modeSwitch.
@@ -33,9 +35,15 @@ type inProcessServer struct {
 	app    *app.App
 	url    string
 	prefix string
-	redis  string
-	cancel context.CancelFunc
-	done   chan error
+	// ownsKeys: Close deletes the prefix's keys. False for an instance of
+	// the cluster step, whose instances share one prefix: the step deletes
+	// the keys once the last instance has stopped (deleteKeys).
+	ownsKeys bool
+	redis    configs.Redis
+	shards   int    // streams.shards
+	bus      string // cluster.bus
+	cancel   context.CancelFunc
+	done     chan error
 
 	mu   sync.Mutex
 	base configs.TwoPhase // the switches as configured (--mode applied)
@@ -51,12 +59,19 @@ func benchEnv(so serverOptions, prefix string) []string {
 	_, _ = rand.Read(secret)
 	return []string{
 		"NEXO_MYSQL_DSN=" + so.MySQLDSN,
-		"NEXO_REDIS_ADDR=" + so.RedisAddr,
+		"NEXO_REDIS_MODE=" + so.redisMode(),
+		"NEXO_REDIS_ADDR=" + so.redisAddr(),
+		"NEXO_REDIS_ADDRS=" + so.RedisAddrs,
+		"NEXO_REDIS_MASTER_NAME=" + so.RedisMaster,
 		"NEXO_REDIS_KEY_PREFIX=" + prefix,
 		"NEXO_HTTP_ADDR=127.0.0.1:0",
 		"NEXO_AUTH_BCRYPT_COST=4",
 		"NEXO_JWT_SECRET=" + hex.EncodeToString(secret),
 		"NEXO_WS_RATE_LIMIT=0",
+		// The bench registers and logs in thousands of users from one IP.
+		"NEXO_LIMITS_LOGIN_IP_RATE=0",
+		"NEXO_LIMITS_REGISTER_IP_RATE=0",
+		"NEXO_HTTP_MAX_CONNS_PER_IP=0",
 		"NEXO_LOG_LEVEL=warn",
 		"NEXO_STREAMS_CONSUMER_NAME=nexo-bench",
 	}
@@ -70,9 +85,12 @@ func startInProcess(ctx context.Context, so serverOptions, logw io.Writer) (*inP
 	if err := prepareDatabase(ctx, so.MySQLDSN, so.FreshDB); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	prefix := "nexobench-" + hex.EncodeToString(b)
+	prefix, owns := so.KeyPrefix, false
+	if prefix == "" {
+		b := make([]byte, 4)
+		_, _ = rand.Read(b)
+		prefix, owns = "nexobench-"+hex.EncodeToString(b), true
+	}
 	environ := benchEnv(so, prefix)
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -81,6 +99,7 @@ func startInProcess(ctx context.Context, so serverOptions, logw io.Writer) (*inP
 			environ = append(environ, kv)
 		}
 	}
+	environ = append(environ, so.Env...)
 	cfg, err := configs.Load("", environ)
 	if err != nil {
 		return nil, fmt.Errorf("in-process config: %w", err)
@@ -94,8 +113,8 @@ func startInProcess(ctx context.Context, so serverOptions, logw io.Writer) (*inP
 		return nil, fmt.Errorf("start in-process nexo: %w", err)
 	}
 	rctx, cancel := context.WithCancel(context.Background())
-	s := &inProcessServer{app: a, url: "http://" + a.Addr(), prefix: prefix, redis: so.RedisAddr,
-		cancel: cancel, done: make(chan error, 1), base: a.Mode().Get()}
+	s := &inProcessServer{app: a, url: "http://" + a.Addr(), prefix: prefix, ownsKeys: owns, redis: cfg.Redis,
+		shards: cfg.Streams.Shards, bus: cfg.Cluster.Bus, cancel: cancel, done: make(chan error, 1), base: a.Mode().Get()}
 	go func() { s.done <- a.Run(rctx) }()
 	if err := s.waitReady(ctx); err != nil {
 		s.Close()
@@ -221,26 +240,65 @@ func describeMode(tp configs.TwoPhase) string {
 	return "two_phase=" + onOff(tp.Enabled) + " deliver_before_saved=" + onOff(tp.DeliverBeforeSaved)
 }
 
-// Close stops the server (it drains its pipeline) and deletes its Redis
-// keys. The database keeps the bench's rows; --fresh-db clears it next time.
+// Close stops the server (it drains its pipeline) and, unless its key
+// prefix is shared (serverOptions.KeyPrefix), deletes its Redis keys. The
+// database keeps the bench's rows; --fresh-db clears it next time.
 func (s *inProcessServer) Close() error {
 	s.cancel()
 	err := <-s.done
 	s.done <- err // a second Close returns at once
-	rdb := redis.NewClient(&redis.Options{Addr: s.redis})
+	if !s.ownsKeys {
+		return err
+	}
+	return errors.Join(err, s.deleteKeys())
+}
+
+// ownedShards returns the stream shards this instance runs now (its shard
+// leases; docs/pipeline.md, shard ownership).
+func (s *inProcessServer) ownedShards(ctx context.Context) ([]int, error) {
+	sj, err := s.app.Shards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int, 0, len(sj.Owned))
+	for _, o := range sj.Owned {
+		out = append(out, o.Shard)
+	}
+	return out, nil
+}
+
+// deleteKeys deletes every Redis key under the server's prefix. Run it
+// only when no instance on that prefix is running any more.
+func (s *inProcessServer) deleteKeys() error {
+	rdb, err := store.NewRedisClient(s.redis, nil)
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	iter := rdb.Scan(ctx, 0, s.prefix+":*", 1000).Iterator()
-	var batch []string
-	for iter.Next(ctx) {
-		if batch = append(batch, iter.Val()); len(batch) == 500 {
-			rdb.Unlink(ctx, batch...)
-			batch = batch[:0]
+	return store.ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
+		iter := node.Scan(ctx, 0, s.prefix+":*", 1000).Iterator()
+		for iter.Next(ctx) {
+			node.Unlink(ctx, iter.Val()) // one key per call: a cluster refuses keys of several slots
 		}
+		return iter.Err()
+	})
+}
+
+// redisMode is --redis-mode, standalone when unset (options built in code).
+func (so serverOptions) redisMode() string {
+	if so.RedisMode == "" {
+		return configs.RedisStandalone
 	}
-	if len(batch) > 0 {
-		rdb.Unlink(ctx, batch...)
+	return so.RedisMode
+}
+
+// redisAddr is --redis-addr for standalone, empty otherwise (cluster and
+// sentinel take --redis-addrs).
+func (so serverOptions) redisAddr() string {
+	if so.redisMode() != configs.RedisStandalone {
+		return ""
 	}
-	return err
+	return so.RedisAddr
 }

@@ -50,7 +50,7 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var err error
 	switch name {
 	case "help":
-		fmt.Fprintln(stdout, "usage: nexo-bench [run|suite|summarize] [flags]; nexo-bench COMMAND --help lists the flags")
+		fmt.Fprint(stdout, commandsUsage)
 		return exitOK
 	case "run":
 		err = runCmd(ctx, args, stdout, stderr)
@@ -74,6 +74,18 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 }
 
+// commandsUsage lists the commands (nexo-bench help, nexo-bench --help).
+const commandsUsage = `usage: nexo-bench [command] [flags]
+
+Commands:
+  run        one scenario against a server (the default command)
+  suite      the standard suite behind ` + "`make bench`" + ` (JSON, HTML and results.md in --out-dir)
+  summarize  regenerate docs/bench/results.md and README's performance section from saved results
+  help       this list
+
+nexo-bench COMMAND --help lists a command's flags.
+`
+
 // usageError is a bad flag combination (exit status 2).
 type usageError struct{ error }
 
@@ -84,6 +96,12 @@ var errFailedRun = errors.New("a correctness counter is not zero (see the verdic
 func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("nexo-bench run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	// `nexo-bench --help` lands here (run is the default command): list
+	// every command before run's flags.
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), commandsUsage+"\nFlags of run:\n")
+		fs.PrintDefaults()
+	}
 	var o options
 	o.register(fs)
 	if err := fs.Parse(args); err != nil {

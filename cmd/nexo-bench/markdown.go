@@ -227,6 +227,11 @@ func (l *loaded) resultsMarkdown() string {
 	if s := l.connectLine(); s != "" {
 		b.WriteString("## Connection storm\n\n" + s + " [JSON](connect-10k.json), [charts](connect-10k.html)\n\n")
 	}
+	for _, e := range l.index.Entries {
+		if c := l.clusters[e.Name]; c != nil && e.Error == "" {
+			b.WriteString(clusterMarkdown(e.Name, c))
+		}
+	}
 	b.WriteString("## Every step\n\n| step | what | result | files |\n|---|---|---|---|\n")
 	for _, e := range l.index.Entries {
 		switch {
@@ -267,6 +272,11 @@ func (l *loaded) contention() (runs int, otherCores, maxLoad float64) {
 	if l.ramp != nil {
 		for i := range l.ramp.Runs {
 			add(&l.ramp.Runs[i])
+		}
+	}
+	for _, c := range l.clusters {
+		for _, r := range c.runs() {
+			add(r)
 		}
 	}
 	if runs > 0 {

@@ -49,18 +49,34 @@ type options struct {
 	CPUProfile string
 
 	Server serverOptions
+	// Place, when set, chooses the instances (base URLs) of each
+	// single-chat pair's sender and receiver instead of the --url list's
+	// round-robin: the cluster step's local and cross placements. Not a flag.
+	Place func(senderID, receiverID string) (senderURL, receiverURL string)
 }
 
 // serverOptions configure the in-process server (--inprocess).
 type serverOptions struct {
 	MySQLDSN  string
 	RedisAddr string
-	Mode      string // initial switches, e.g. "two_phase.enabled=false"
-	FreshDB   bool   // drop and recreate the database first (nexo_bench* only)
+	// RedisMode, RedisAddrs, RedisMaster: the in-process server's
+	// redis.mode, redis.addrs (comma-separated) and redis.master_name.
+	RedisMode   string
+	RedisAddrs  string
+	RedisMaster string
+	Mode        string // initial switches, e.g. "two_phase.enabled=false"
+	FreshDB     bool   // drop and recreate the database first (nexo_bench* only)
+	// Env is NEXO_ variables applied last (a suite step's own server, e.g.
+	// webhooks on); not a flag.
+	Env []string
+	// KeyPrefix, when set, is redis.key_prefix instead of a fresh random
+	// one, and Close leaves the keys: the cluster step's instances share it
+	// and delete it after the last one stops. Not a flag.
+	KeyPrefix string
 }
 
 func (o *options) register(fs *flag.FlagSet) {
-	fs.StringVar(&o.URL, "url", "http://127.0.0.1:8080", "Nexo base URL (HTTP API and /ws)")
+	fs.StringVar(&o.URL, "url", "http://127.0.0.1:8080", "Nexo base URL (HTTP API and /ws); a comma-separated list spreads WebSocket connections over the instances round-robin (HTTP goes to the first)")
 	fs.BoolVar(&o.InProcess, "inprocess", false, "start Nexo in this process against --mysql-dsn and --redis-addr instead of using --url")
 	fs.StringVar(&o.Scenario, "scenario", "single", "single | group | connect | reconnect")
 	fs.StringVar(&o.Label, "label", "", "name of the run in reports (default: derived from the scenario and load)")
@@ -99,6 +115,9 @@ func (s *serverOptions) register(fs *flag.FlagSet) {
 	fs.StringVar(&s.MySQLDSN, "mysql-dsn", "root:@tcp(127.0.0.1:3306)/nexo_bench?charset=utf8mb4&parseTime=true&loc=UTC",
 		"--inprocess: MariaDB/MySQL DSN (the database is created if missing)")
 	fs.StringVar(&s.RedisAddr, "redis-addr", "127.0.0.1:6379", "--inprocess: Redis address (keys get a fresh prefix per process)")
+	fs.StringVar(&s.RedisMode, "redis-mode", "standalone", "--inprocess: redis.mode (standalone | cluster | sentinel)")
+	fs.StringVar(&s.RedisAddrs, "redis-addrs", "", "--inprocess, cluster/sentinel: seed nodes or sentinels, comma-separated")
+	fs.StringVar(&s.RedisMaster, "redis-master-name", "", "--inprocess, sentinel: the master's name")
 	fs.StringVar(&s.Mode, "mode", "", "--inprocess: initial pipeline switches, e.g. two_phase.enabled=false")
 	fs.BoolVar(&s.FreshDB, "fresh-db", false, "--inprocess: drop and recreate the database first (refused unless it is named nexo_bench*)")
 }

@@ -78,6 +78,7 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 	from := start + int64(o.Warmup)
 	end := from + int64(o.Duration)
 	rec := newRecorder(s.clk, tag, from, end, o.Await)
+	rec.tl.origin = start // timeline seconds count from when sending starts, as the captions say
 	rec.pulls = func(c *conn, conv string) { go s.notifyPull(ctx, rec, c, conv) }
 	s.router.cur.Store(rec)
 

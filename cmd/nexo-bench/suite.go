@@ -39,7 +39,7 @@ type Rerun struct {
 // SuiteEntry is one step of the suite: a run, a comparison or the
 // maximum-rate search, with its JSON and HTML files (relative names).
 type SuiteEntry struct {
-	Kind  string `json:"kind"` // run | compare | ramp
+	Kind  string `json:"kind"` // run | compare | ramp | cluster
 	Name  string `json:"name"`
 	Title string `json:"title"`
 	File  string `json:"file"`
@@ -55,6 +55,8 @@ type suite struct {
 	quick    bool
 	quietFor time.Duration // --wait-quiet
 	srv      *inProcessServer
+	so       serverOptions // how srv was started: steps with a server of their own reuse it
+	pairRate float64       // --pair-rate
 	stdout   io.Writer
 	log      io.Writer
 	index    SuiteIndex
@@ -85,6 +87,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	readme := fs.String("readme", "README.md", "regenerate this file's performance section afterwards (\"\" skips)")
 	quick := fs.Bool("quick", false, "fifth of every duration and smaller loads: checks the suite runs, measures little")
 	only := fs.String("only", "", "comma-separated step names to run (default: all; see docs/bench/README.md)")
+	pairRate := fs.Float64("pair-rate", 5000, "msg/s of the steps that compare two servers (webhooks-5k, redis-cluster-5k, limits-5k): their issues name 5,000; a lower rate shows the cost below saturation")
 	quietFor := fs.Duration("wait-quiet", 30*time.Second, "before each step, wait up to this long for the shared machine to be under 20% busy (0 = do not wait)")
 	var so serverOptions
 	so.register(fs)
@@ -102,7 +105,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer srv.Close()
-	s := &suite{dir: *dir, quick: *quick, srv: srv, stdout: stdout, log: stderr, quietFor: *quietFor}
+	s := &suite{dir: *dir, quick: *quick, srv: srv, so: so, stdout: stdout, log: stderr, quietFor: *quietFor, pairRate: *pairRate}
 	s.index = SuiteIndex{Tool: "nexo-bench", Schema: 1, StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Command: "nexo-bench suite " + strings.Join(args, " "), Quick: *quick, Machine: machine()}
 	started := time.Now()
@@ -221,6 +224,14 @@ func (s *suite) steps() []suiteStep {
 				o.Scenario, o.Groups, o.Members, o.Rate, o.Duration = "group", 1, 500, 20, s.scaled(10*time.Second)
 				return s.run(ctx, "group-500", &o)
 			}},
+		suiteStep{"webhooks-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: webhooks off (A) vs after_send and offline_push to a localhost receiver (B), 3 runs each",
+			func(ctx context.Context) (SuiteEntry, error) { return s.webhooks(ctx, "webhooks-5k") }},
+		suiteStep{"redis-cluster-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: Redis standalone (A) vs a 3-master Redis Cluster with a replica each (B), 3 runs each",
+			func(ctx context.Context) (SuiteEntry, error) { return s.redisCluster(ctx, "redis-cluster-5k") }},
+		suiteStep{"limits-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: per-user send limit off (A) vs the default 100/s (B), 3 runs each",
+			func(ctx context.Context) (SuiteEntry, error) { return s.limits(ctx, "limits-5k") }},
+		suiteStep{"cluster", "3 instances on one database and one Redis prefix: CPU per 1,000 msgs at 1-3 instances, local vs cross-instance delivery (3 runs each), completeness at 1,000 msg/s, kick/logout propagation (100 samples)",
+			func(ctx context.Context) (SuiteEntry, error) { return s.cluster(ctx, "cluster") }},
 		suiteStep{"reconnect", "50 pairs at 500 msg/s; half the receivers dropped for 2 s, then gap fill by pull",
 			func(ctx context.Context) (SuiteEntry, error) {
 				o := s.base()

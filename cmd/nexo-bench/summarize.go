@@ -37,10 +37,11 @@ type loaded struct {
 	runs     map[string]*Result
 	compares map[string]*CompareResult
 	ramp     *RampResult
+	clusters map[string]*ClusterResult
 }
 
 func loadSuite(dir string) (*loaded, error) {
-	l := &loaded{runs: map[string]*Result{}, compares: map[string]*CompareResult{}}
+	l := &loaded{runs: map[string]*Result{}, compares: map[string]*CompareResult{}, clusters: map[string]*ClusterResult{}}
 	if err := readJSON(filepath.Join(dir, "suite.json"), &l.index); err != nil {
 		return nil, err
 	}
@@ -65,6 +66,13 @@ func loadSuite(dir string) (*loaded, error) {
 			var r RampResult
 			err = readJSON(path, &r)
 			l.ramp = &r
+		case "cluster":
+			var c ClusterResult
+			err = readJSON(path, &c)
+			if c.Latency != nil {
+				c.Latency.A.Median, c.Latency.B.Median = medians(c.Latency.A.Runs), medians(c.Latency.B.Runs)
+			}
+			l.clusters[e.Name] = &c
 		}
 		if err != nil {
 			return nil, err

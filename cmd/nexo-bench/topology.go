@@ -106,6 +106,9 @@ func (t *topology) buildSingle(ctx context.Context) error {
 		s, r := conns[i], conns[i+1]
 		to := &target{conv: singleConversationID(s.user, r.user), sessionType: sessionSingle, recvID: r.user, recipients: []*conn{r}}
 		t.senders = append(t.senders, &sender{conns: []*conn{s}, to: to})
+		if t.o.Place != nil {
+			s.base, r.base = t.o.Place(s.user, r.user)
+		}
 	}
 	return t.dialAll(ctx, conns)
 }

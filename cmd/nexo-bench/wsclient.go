@@ -31,6 +31,9 @@ type conn struct {
 	user     string
 	platform int
 	token    string
+	// base is the instance this session connects to (scheme://host:port);
+	// "" leaves the choice to api.wsURL.
+	base string
 
 	wmu sync.Mutex
 	ws  *websocket.Conn
@@ -42,6 +45,10 @@ type conn struct {
 	incr    atomic.Uint64
 	pmu     sync.Mutex
 	pending map[string]chan *inFrame
+
+	// closedAt is when the reader saw the session end (clock offset; 0
+	// while open): the cluster step times session events by it.
+	closedAt atomic.Int64
 
 	// resumedAt is when a reconnected session came back (clock offset; 0
 	// for a first session): pushes of messages sent before it are resends.
@@ -66,7 +73,7 @@ var dialer = websocket.Dialer{
 // dial opens the session of c (its token must be set) and starts its reader.
 // A refused handshake is an *apiError with the server's reason.
 func (c *conn) dial(ctx context.Context, a *api) error {
-	ws, resp, err := dialer.DialContext(ctx, a.wsURL(c.token, c.user, c.platform), nil)
+	ws, resp, err := dialer.DialContext(ctx, a.wsURL(c), nil)
 	if err != nil {
 		if resp != nil {
 			defer resp.Body.Close()
@@ -91,6 +98,7 @@ func (c *conn) dial(ctx context.Context, a *api) error {
 	c.closeMu.Lock()
 	c.closeWhy = ""
 	c.closeMu.Unlock()
+	c.closedAt.Store(0)
 	c.pmu.Lock()
 	if c.pending == nil {
 		c.pending = map[string]chan *inFrame{}
@@ -112,6 +120,9 @@ func (c *conn) readLoop(ws *websocket.Conn, done chan struct{}) {
 	for {
 		_, raw, err := ws.ReadMessage()
 		if err != nil {
+			if c.clk != nil {
+				c.closedAt.Store(c.clk.now())
+			}
 			c.setClosed(closeReason(err))
 			c.failPending()
 			return

@@ -1,8 +1,10 @@
 // Command nexo is Nexo's single binary: `nexo serve` (the default) runs the
-// server, `nexo migrate` applies database migrations, `nexo version` prints
-// build information. Global flags come before the command:
+// server, `nexo migrate` applies database migrations, `nexo config check`
+// validates and prints the effective configuration (secrets masked), `nexo
+// chat` is a tiny WebSocket client, `nexo version` (or `nexo --version`)
+// prints build information. Global flags come before the command:
 //
-//	nexo [--config PATH] [serve|migrate|version] [flags]
+//	nexo [--config PATH] [--version] [serve|migrate|config check|chat|version] [flags]
 //
 // Exit status: 0 on success, 2 for a usage or configuration error (the
 // message names the offending key), 1 when the server or a migration fails.
@@ -17,6 +19,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/cloudwego/hertz/pkg/common/hlog"
@@ -50,16 +53,21 @@ type command struct {
 	// run gets the loaded configuration; the version command needs none.
 	run       func(ctx context.Context, inv invocation) error
 	needsConf bool
+	// flags, when set, defines the command's own flags; run reads them
+	// from inv.flags.
+	flags func(fs *flag.FlagSet)
 }
 
 func commands() []command {
 	return []command{
-		{"serve", "run the server (the default command)", serveCmd, true},
-		{"migrate", "apply database migrations and print the versions applied", migrateCmd, true},
+		{"serve", "run the server (the default command)", serveCmd, true, nil},
+		{"migrate", "apply database migrations and print the versions applied", migrateCmd, true, nil},
+		{"config check", "validate the configuration and print it as YAML, secrets masked", configCheckCmd, true, nil},
+		{"probe", "exit 0 when a URL (default the local /readyz) answers 200: the container healthcheck", probeCmd, false, probeFlags},
 		{"version", "print version, commit and Go version", func(_ context.Context, inv invocation) error {
 			_, err := fmt.Fprintln(inv.stdout, versionString())
 			return err
-		}, false},
+		}, false, nil},
 	}
 }
 
@@ -69,14 +77,27 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 	global := flag.NewFlagSet("nexo", flag.ContinueOnError)
 	global.SetOutput(stderr)
 	configPath := global.String("config", "", "configuration file (default: "+defaultConfigPath+" if it exists, else built-in defaults)")
+	showVersion := global.Bool("version", false, "print version, commit and Go version, and exit")
 	global.Usage = func() { usage(global) }
 	if err := global.Parse(args); err != nil {
 		return helpOrUsage(err)
+	}
+	if *showVersion {
+		fmt.Fprintln(stdout, versionString())
+		return exitOK
 	}
 	rest := global.Args()
 	name := "serve"
 	if len(rest) > 0 {
 		name, rest = rest[0], rest[1:]
+	}
+	if name == "config" {
+		// The only config subcommand; "config" alone is a usage error.
+		if len(rest) == 0 || rest[0] != "check" {
+			fmt.Fprintf(stderr, "nexo config: want `nexo config check [--config PATH]`\n")
+			return exitUsage
+		}
+		name, rest = "config check", rest[1:]
 	}
 	if name == "help" {
 		global.SetOutput(stdout)
@@ -100,10 +121,16 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 	if cmd.needsConf {
 		fs.StringVar(configPath, "config", *configPath, "configuration file (same as the global flag)")
 	}
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: nexo [--config PATH] %s [flags]\n\n%s.\n", cmd.name, cmd.summary)
 		if cmd.needsConf {
-			fmt.Fprintf(fs.Output(), "\nEnvironment overrides every key: %s (e.g. NEXO_HTTP_ADDR for http.addr); see %s.\n\nFlags:\n", configs.EnvName("section.key"), defaultConfigPath)
+			fmt.Fprintf(fs.Output(), "\nEnvironment overrides every key: %s (e.g. NEXO_HTTP_ADDR for http.addr); see %s.\n", configs.EnvName("section.key"), defaultConfigPath)
+		}
+		if cmd.needsConf || cmd.flags != nil {
+			fmt.Fprintf(fs.Output(), "\nFlags:\n")
 			fs.PrintDefaults()
 		}
 	}
@@ -121,13 +148,14 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 		var err error
 		cfg, err = loadConfig(*configPath, environ)
 		if err != nil {
-			fmt.Fprintf(stderr, "nexo: %v\n", err)
+			printConfigErrors(stderr, err)
 			return exitUsage
 		}
 		logger = newLogger(cfg.Log, stderr)
 	}
 	reload := func() (configs.Config, error) { return loadConfig(*configPath, environ) }
-	if err := cmd.run(ctx, invocation{cfg: cfg, logger: logger, stdout: stdout, reload: reload}); err != nil {
+	inv := invocation{cfg: cfg, logger: logger, stdout: stdout, reload: reload, environ: environ, flags: fs}
+	if err := cmd.run(ctx, inv); err != nil {
 		logger.Error("nexo "+cmd.name+" failed", "err", err)
 		return exitFailure
 	}
@@ -145,11 +173,25 @@ func usage(global *flag.FlagSet) {
 	w := global.Output()
 	fmt.Fprintf(w, "Nexo, an MQ-first instant-messaging server.\n\nUsage: nexo [--config PATH] [command] [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-8s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nGlobal flags:\n")
 	global.PrintDefaults()
 	fmt.Fprintf(w, "\nRun `nexo COMMAND --help` for a command's flags.\n")
+}
+
+// printConfigErrors prints a configuration error, one problem per line
+// (configs.Load reports all of them at once).
+func printConfigErrors(w io.Writer, err error) {
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) == 1 {
+		fmt.Fprintf(w, "nexo: %s\n", lines[0])
+		return
+	}
+	fmt.Fprintf(w, "nexo: %d configuration errors:\n", len(lines))
+	for _, l := range lines {
+		fmt.Fprintf(w, "  %s\n", l)
+	}
 }
 
 // loadConfig resolves the configuration file and loads it (see
@@ -168,22 +210,34 @@ func loadConfig(path string, environ []string) (configs.Config, error) {
 // commands that need none), the logger, stdout, and a way to load the
 // configuration again (SIGHUP).
 type invocation struct {
-	cfg    configs.Config
-	logger *slog.Logger
-	stdout io.Writer
-	reload func() (configs.Config, error)
+	cfg     configs.Config
+	logger  *slog.Logger
+	stdout  io.Writer
+	reload  func() (configs.Config, error)
+	environ []string
+	flags   *flag.FlagSet // the command's parsed flags
 }
 
 // serveCmd runs the server until ctx is cancelled (SIGINT, SIGTERM). SIGHUP
 // reloads the configuration and applies the two-phase switches; a file that
 // no longer validates is logged and ignored.
+//
+// Precedence of the two-phase switches (docs/pipeline.md "Switches"): the
+// environment beats the file at start and at every SIGHUP, and a process's
+// environment cannot change while it runs, so a switch set by a NEXO_
+// variable is fixed until restart; serve warns about it at start and at each
+// SIGHUP. GET /admin/mode shows the switches in force.
 func serveCmd(ctx context.Context, inv invocation) error {
-	// Hertz's logger is process-wide: install it before any server exists.
+	// Hertz's and go-redis's loggers are process-wide (library constraints):
+	// install them once, here, before any server or client exists.
 	hlog.SetLogger(gateway.HertzLogger(inv.logger))
+	installRedisLogger(inv.logger)
+	warnPinnedSwitches(inv.logger, inv.environ)
 	a, err := app.New(ctx, inv.cfg, inv.logger)
 	if err != nil {
 		return err
 	}
+	a.RegisterBuildInfo(buildVersion())
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
 	defer signal.Stop(hup)
@@ -199,6 +253,7 @@ func serveCmd(ctx context.Context, inv invocation) error {
 					continue
 				}
 				a.SetMode(cfg.TwoPhase)
+				warnPinnedSwitches(inv.logger, inv.environ)
 			}
 		}
 	}()

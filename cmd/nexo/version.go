@@ -16,7 +16,14 @@ var (
 
 // versionString is "nexo <version> (commit <commit>, <go version>)".
 func versionString() string {
-	v, c := version, commit
+	v, c := buildVersion()
+	return fmt.Sprintf("nexo %s (commit %s, %s)", v, c, runtime.Version())
+}
+
+// buildVersion is the version and commit: the ldflags values, else what Go
+// embedded (module version, VCS revision), else "dev" and "unknown".
+func buildVersion() (v, c string) {
+	v, c = version, commit
 	if info, ok := debug.ReadBuildInfo(); ok {
 		if v == "" && info.Main.Version != "" {
 			v = info.Main.Version
@@ -46,5 +53,5 @@ func versionString() string {
 	if c == "" {
 		c = "unknown"
 	}
-	return fmt.Sprintf("nexo %s (commit %s, %s)", v, c, runtime.Version())
+	return v, c
 }

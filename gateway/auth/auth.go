@@ -46,4 +46,33 @@ type TokenRecorder interface {
 	Activate(ctx context.Context, userID string, platformID int, jti string, ttl time.Duration) (previous string, err error)
 	Rotate(ctx context.Context, userID string, platformID int, oldJTI, newJTI string, ttl time.Duration) (bool, error)
 	Revoke(ctx context.Context, userID string, platformID int, jti string) (bool, error)
+	// RevokeAll revokes the user's active token on every platform except
+	// keepPlatform (0 keeps none) and every app-signed token issued until
+	// now except the one with jti keepExternal ("" keeps none), and returns
+	// the revoked jti of each platform that had one (also with an error
+	// about the app-signed ones).
+	RevokeAll(ctx context.Context, userID string, keepPlatform int, keepExternal string) (map[int]string, error)
+}
+
+// SessionChecker answers the WebSocket layer's periodic "is this session
+// still valid" for both kinds of token: Nexo's own by their active jti,
+// app-signed ones (jti ExternalPrefix...) by the user's revocation state.
+type SessionChecker struct {
+	Tokens ActiveTokens
+	Floors UserFloors
+}
+
+// IsActive implements ws.TokenChecker.
+func (s SessionChecker) IsActive(ctx context.Context, userID string, platformID int, jti string) (bool, error) {
+	if iat, ok := ExternalIssuedAt(jti); ok {
+		return s.Floors.ExternalAllowed(ctx, userID, iat, jti)
+	}
+	return s.Tokens.IsActive(ctx, userID, platformID, jti)
+}
+
+// IsExternal reports whether c came from an app-signed token
+// (auth.external_jwt) rather than one Nexo issued.
+func (c Claims) IsExternal() bool {
+	_, ok := ExternalIssuedAt(c.JTI)
+	return ok
 }

@@ -86,6 +86,24 @@ func (i *Issuer) Revoke(ctx context.Context, c Claims) error {
 	return nil
 }
 
+// RevokeAll revokes every token of userID — Nexo's own on every platform
+// and app-signed ones issued until now — except the token of keep (the
+// zero Claims keeps none), for "log out everywhere" and a password change.
+// It returns the revoked jti of Nexo's own tokens per platform, so the
+// caller can close the live sessions on them; with an error it may still
+// return the ones it revoked.
+func (i *Issuer) RevokeAll(ctx context.Context, userID string, keep Claims) (map[int]string, error) {
+	keepPlatform, keepExternal := keep.PlatformID, ""
+	if keep.IsExternal() {
+		keepPlatform, keepExternal = 0, keep.JTI
+	}
+	revoked, err := i.tokens.RevokeAll(ctx, userID, keepPlatform, keepExternal)
+	if err != nil {
+		return revoked, fmt.Errorf("revoke tokens of %s: %w", userID, err)
+	}
+	return revoked, nil
+}
+
 func (i *Issuer) sign(userID string, platformID int) (Token, error) {
 	if !domain.ValidID(userID) || !domain.Platform(platformID).Valid() {
 		return Token{}, fmt.Errorf("issue token for %q on platform %d: %w", userID, platformID, domain.ErrInvalidArgument)
@@ -115,10 +133,15 @@ func (i *Issuer) sign(userID string, platformID int) (Token, error) {
 // Verifier checks tokens: signature, algorithm, issuer, expiry, claims, and
 // that the token is still the active one.
 type Verifier struct {
-	secret []byte
-	parser *jwt.Parser
-	tokens ActiveTokens
+	secret   []byte
+	parser   *jwt.Parser
+	tokens   ActiveTokens
+	external *External
 }
+
+// UseExternal makes the verifier accept app-signed tokens (see External)
+// when a token is not one of Nexo's own. Call it before serving.
+func (v *Verifier) UseExternal(e *External) { v.external = e }
 
 // NewVerifier returns a Verifier for tokens signed with cfg.Secret by
 // cfg.Issuer, asking tokens whether a token is still active.
@@ -150,11 +173,15 @@ func (v *Verifier) Verify(ctx context.Context, token string) (Claims, error) {
 	}
 	var jc jwtClaims
 	_, err := v.parser.ParseWithClaims(token, &jc, func(*jwt.Token) (any, error) { return v.secret, nil })
+	if err != nil && v.external != nil && !errors.Is(err, jwt.ErrTokenExpired) {
+		// Not Nexo's own (another key, algorithm or issuer): the app's?
+		return v.external.Verify(ctx, token)
+	}
 	switch {
 	case errors.Is(err, jwt.ErrTokenExpired):
 		return Claims{}, domain.ErrTokenExpired
 	case err != nil:
-		return Claims{}, fmt.Errorf("%w: %v", domain.ErrTokenInvalid, err)
+		return Claims{}, fmt.Errorf("%w: %s", domain.ErrTokenInvalid, invalidReason(err))
 	case !domain.ValidID(jc.UserID) || !domain.Platform(jc.PlatformID).Valid() || jc.ID == "" || jc.IssuedAt == nil:
 		return Claims{}, fmt.Errorf("%w: bad claims", domain.ErrTokenInvalid)
 	}
@@ -178,4 +205,21 @@ func (v *Verifier) Authenticate(ctx context.Context, token string) (userID strin
 		return "", 0, "", time.Time{}, err
 	}
 	return c.UserID, c.PlatformID, c.JTI, c.ExpiresAt, nil
+}
+
+// invalidReason is the fixed, client-safe text for a token the parser
+// refused: the library's own messages are never sent (they change between
+// versions and describe internals).
+func invalidReason(err error) string {
+	switch {
+	case errors.Is(err, jwt.ErrTokenMalformed):
+		return "malformed token"
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid), errors.Is(err, jwt.ErrTokenUnverifiable):
+		return "bad signature or algorithm"
+	case errors.Is(err, jwt.ErrTokenInvalidIssuer):
+		return "wrong issuer"
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return "token not valid yet"
+	}
+	return "bad claims"
 }

@@ -184,12 +184,21 @@ func TestVerifyRefuses(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
+			// The detail a client gets is one of our fixed texts, never
+			// the JWT library's (issue 13 item 19).
+			if errors.Is(err, domain.ErrTokenInvalid) && !fixedInvalid[strings.TrimPrefix(err.Error(), "token invalid: ")] {
+				t.Fatalf("token_invalid detail %q is not a fixed text", err)
+			}
 		})
 	}
 	if _, err := ver.Verify(ctx, good.Token); err != nil {
 		t.Fatalf("the good token must still pass: %v", err)
 	}
 }
+
+// fixedInvalid are the only details of token_invalid.
+var fixedInvalid = map[string]bool{"malformed token": true, "bad signature or algorithm": true,
+	"wrong issuer": true, "token not valid yet": true, "bad claims": true}
 
 // tamper changes the payload (user_id bob -> eve) and keeps the signature.
 func tamper(token string) string {

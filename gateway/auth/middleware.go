@@ -35,12 +35,13 @@ func Middleware(v *Verifier, logger *slog.Logger) app.HandlerFunc {
 		if err != nil {
 			var we *wire.Error
 			if errors.Is(err, domain.ErrServerBusy) {
-				logger.ErrorContext(ctx, "token check failed", "path", string(c.Path()), "err", err)
+				logger.ErrorContext(ctx, "token check failed", "path", string(c.Path()),
+					"request_id", wire.RequestIDFrom(ctx), "err", err)
 				we = wire.NewError(wire.ReasonServerBusy, "token store unavailable")
 			} else {
 				we = wire.FromError(err)
 			}
-			c.AbortWithStatusJSON(we.HTTPStatus, wire.Fail(we))
+			c.AbortWithStatusJSON(we.HTTPStatus, wire.Fail(we.WithRequestID(wire.RequestIDFrom(ctx))))
 			return
 		}
 		c.Set(claimsKey, claims)

@@ -24,24 +24,39 @@ type WSRouter interface {
 	Handle(reqIdentifier int, h ws.HandlerFunc)
 }
 
+// RequestLimiter is the per-user request limit (limits.UserRequests):
+// nil when allowed, else too_many_requests with a retry-after.
+type RequestLimiter interface {
+	AllowRequest(ctx context.Context, userID string) error
+}
+
 // Handlers binds the message service to HTTP and WebSocket.
 type Handlers struct {
 	send    *Service
 	pull    *Puller
 	maxBody int
+	limit   RequestLimiter
 	log     *slog.Logger
 }
 
-// NewHandlers returns the handlers; maxBody is http.max_body_bytes.
-func NewHandlers(send *Service, pull *Puller, maxBody int, log *slog.Logger) *Handlers {
-	return &Handlers{send: send, pull: pull, maxBody: maxBody, log: log}
+// NewHandlers returns the handlers; maxBody is http.max_body_bytes. limit,
+// when not nil, is counted by every HTTP send (WebSocket requests are
+// counted by the WebSocket gateway itself, against the same limit).
+func NewHandlers(send *Service, pull *Puller, maxBody int, limit RequestLimiter, log *slog.Logger) *Handlers {
+	return &Handlers{send: send, pull: pull, maxBody: maxBody, limit: limit, log: log}
 }
 
 // Register mounts POST /msg/send, GET /msg/pull, POST /msg/pull_by_seqs and
 // WS 1003, 1002, 1005.
 func (h *Handlers) Register(r Router, w WSRouter) {
 	send := func(ctx context.Context, user string, req SendRequest) (AckJSON, error) {
-		return h.send.Send(ctx, user, "", req)
+		if h.limit != nil {
+			if err := h.limit.AllowRequest(ctx, user); err != nil {
+				return AckJSON{}, err
+			}
+		}
+		claims, _ := auth.ClaimsFromContext(ctx)
+		return h.send.Send(ctx, Origin{UserID: user, PlatformID: claims.PlatformID}, req)
 	}
 	r.Route("POST", "/msg/send", gateway.JSON(h.maxBody, h.log, send), true)
 	r.Route("GET", "/msg/pull", h.httpPull, true)
@@ -64,6 +79,10 @@ func (r *PullBySeqsRequest) Validate() error {
 	}
 	if len(r.Seqs) == 0 {
 		return badField("seqs", "required, at least one seq")
+	}
+	if len(r.Seqs) > MaxPullLimit {
+		// Refused rather than cut: a silent cut looks like missing messages.
+		return badField("seqs", "has %d entries; at most %d per request (ask for the rest in another request)", len(r.Seqs), MaxPullLimit)
 	}
 	return nil
 }
@@ -123,5 +142,5 @@ func (h *Handlers) wsSend(ctx context.Context, c *ws.Conn, data json.RawMessage)
 	if err := gateway.DecodeJSON(data, len(data), &req); err != nil {
 		return nil, err
 	}
-	return h.send.Send(ctx, c.UserID(), c.ID(), req)
+	return h.send.Send(ctx, Origin{UserID: c.UserID(), ConnID: c.ID(), PlatformID: c.PlatformID()}, req)
 }

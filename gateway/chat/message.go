@@ -116,6 +116,9 @@ func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, erro
 	if n := len(r.ClientMsgID); n == 0 || n > maxClientMsgIDLen || !utf8.ValidString(r.ClientMsgID) || hasControl(r.ClientMsgID) {
 		return m, badField("client_msg_id", "required, 1-%d printable characters", maxClientMsgIDLen)
 	}
+	if domain.IsReservedClientMsgID(r.ClientMsgID) {
+		return m, badField("client_msg_id", "the prefix %q is reserved for the server's own messages", domain.SystemClientMsgIDPrefix)
+	}
 	st := domain.SessionType(r.SessionType)
 	switch st {
 	case domain.SessionSingle:
@@ -147,6 +150,9 @@ func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, erro
 		if !json.Valid(c.Custom) {
 			return m, badField("content.custom", "must be valid JSON")
 		}
+		if why := checkStorableJSON(c.Custom); why != "" {
+			return m, badField("content.custom", "%s", why)
+		}
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, c.Custom); err == nil {
 			content.Custom = buf.String()
@@ -154,6 +160,9 @@ func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, erro
 	}
 	if content.Size() > maxBody {
 		return m, wire.NewError(wire.ReasonBodyTooLong, fmt.Sprintf("content is %d bytes; the limit is %d", content.Size(), maxBody))
+	}
+	if len(c.Text) > maxTextBytes {
+		return m, wire.NewError(wire.ReasonBodyTooLong, fmt.Sprintf("content.text is %d bytes; the limit is %d", len(c.Text), maxTextBytes))
 	}
 	for _, ref := range []struct{ name, v string }{{"image", c.Image}, {"video", c.Video}, {"audio", c.Audio}, {"file", c.File}} {
 		if len(ref.v) > maxRefLen {
@@ -177,6 +186,18 @@ func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, erro
 	m.ClientMsgID, m.SenderID, m.SessionType, m.MsgType = r.ClientMsgID, sender, st, mt
 	m.Content, m.AtUserIDs, m.Status = content, r.AtUserIDs, domain.StatusNormal
 	return m, nil
+}
+
+// checkContent checks a content that before_send replaced: size and the
+// msg_type's required field.
+func checkContent(m *domain.Message, maxBody int) error {
+	if m.Content.Size() > maxBody {
+		return wire.NewError(wire.ReasonBodyTooLong, fmt.Sprintf("content (as before_send replaced it) is %d bytes; the limit is %d", m.Content.Size(), maxBody))
+	}
+	if field, ok := requiredContent(m.MsgType, m.Content); !ok {
+		return wire.NewError(wire.ReasonMessageRejected, fmt.Sprintf("before_send replaced the content without content.%s, required for msg_type %d", field, m.MsgType))
+	}
+	return nil
 }
 
 func requiredContent(t domain.MsgType, c domain.Content) (string, bool) {

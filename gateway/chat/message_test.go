@@ -1,11 +1,14 @@
 package chat
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
@@ -24,6 +27,11 @@ func TestSendRequestValidation(t *testing.T) {
 		{"missing client_msg_id", func(r *SendRequest) { r.ClientMsgID = "" }, wire.ReasonBadRequest, "client_msg_id"},
 		{"long client_msg_id", func(r *SendRequest) { r.ClientMsgID = strings.Repeat("x", 65) }, wire.ReasonBadRequest, "client_msg_id"},
 		{"control char in client_msg_id", func(r *SendRequest) { r.ClientMsgID = "a\nb" }, wire.ReasonBadRequest, "client_msg_id"},
+		// The server's namespace (issue 13 item 8): a sender must not take a
+		// recall notice's idempotency key first.
+		{"sys:revoke client_msg_id", func(r *SendRequest) { r.ClientMsgID = "sys:revoke:0193a4c2" }, wire.ReasonBadRequest, "client_msg_id"},
+		{"sys: client_msg_id", func(r *SendRequest) { r.ClientMsgID = "sys:x" }, wire.ReasonBadRequest, "client_msg_id"},
+		{"SYS: client_msg_id", func(r *SendRequest) { r.ClientMsgID = "SyS:revoke:x" }, wire.ReasonBadRequest, "client_msg_id"},
 		{"bad session_type", func(r *SendRequest) { r.SessionType = 2 }, wire.ReasonBadRequest, "session_type"},
 		{"missing recv_id", func(r *SendRequest) { r.RecvID = "" }, wire.ReasonBadRequest, "recv_id"},
 		{"bad recv_id", func(r *SendRequest) { r.RecvID = "b ob" }, wire.ReasonBadRequest, "recv_id"},
@@ -103,5 +111,52 @@ func TestFillRangeAddsPlaceholdersInOrder(t *testing.T) {
 	}
 	if out := fillRange(msgs, 1, 6, 3); len(out) != 3 || out[2].Seq != 3 {
 		t.Fatalf("limit not applied: %+v", out)
+	}
+}
+
+// TestPullBySeqsRefusesLongLists: over MaxPullLimit seqs is bad_request
+// naming seqs, not a silent cut (issue 13 item 19).
+func TestPullBySeqsRefusesLongLists(t *testing.T) {
+	seqs := make([]int64, MaxPullLimit+1)
+	for i := range seqs {
+		seqs[i] = int64(i + 1)
+	}
+	r := PullBySeqsRequest{ConversationID: "si_a_b", Seqs: seqs}
+	err := r.Validate()
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Reason != wire.ReasonBadRequest || !strings.Contains(we.Detail, "seqs") {
+		t.Fatalf("got %v, want bad_request naming seqs", err)
+	}
+	r.Seqs = seqs[:MaxPullLimit]
+	if err := r.Validate(); err != nil {
+		t.Fatalf("%d seqs: %v", MaxPullLimit, err)
+	}
+}
+
+type gateFunc func(string) time.Duration
+
+func (f gateFunc) Blocked(sender string) time.Duration { return f(sender) }
+
+// TestBlockedSenderRefusedBeforeASeq (issue 13 #1): a sender blocked for
+// repeated dead letters is refused with too_many_requests and the rest of
+// the block as retry-after, before anything else is asked (the service
+// here has no accepter or store: reaching them would panic); a malformed
+// request stays bad_request.
+func TestBlockedSenderRefusedBeforeASeq(t *testing.T) {
+	s := NewService(Deps{Msg: configs.Default().Msg, DeadSenders: gateFunc(func(sender string) time.Duration {
+		if sender == "olga" {
+			return 42 * time.Second
+		}
+		return 0
+	})})
+	req := SendRequest{ClientMsgID: "c1", SessionType: 1, RecvID: "bob", MsgType: 101, Content: ContentJSON{Text: "hi"}}
+	_, err := s.Send(context.Background(), Origin{UserID: "olga"}, req)
+	var we *wire.Error
+	if !errors.As(err, &we) || we.Reason != wire.ReasonTooManyRequests || we.RetryAfter != 42*time.Second {
+		t.Fatalf("blocked sender: %v, want too_many_requests retry after 42s", err)
+	}
+	req.ClientMsgID = ""
+	if _, err := s.Send(context.Background(), Origin{UserID: "olga"}, req); !errors.As(err, &we) || we.Reason != wire.ReasonBadRequest {
+		t.Fatalf("malformed request of a blocked sender: %v, want bad_request", err)
 	}
 }

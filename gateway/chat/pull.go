@@ -29,17 +29,26 @@ type GroupBounds interface {
 	Bounds(ctx context.Context, groupID, userID string) (minSeq, maxSeq int64, err error)
 }
 
+// InFlight lists a conversation's seqs that are accepted but not yet
+// settled — they may still be saved (streams.InFlightReader). An error
+// means "unknown": every seq without a row is then treated as in flight.
+type InFlight interface {
+	InFlight(ctx context.Context, conversationID string) ([]int64, error)
+}
+
 // Puller serves pulls.
 type Puller struct {
-	reader Reader
-	seqs   MaxSeqs
-	groups GroupBounds
+	reader   Reader
+	seqs     MaxSeqs
+	groups   GroupBounds
+	inflight InFlight
 }
 
 // NewPuller returns a Puller; groups may be nil until group chat is wired
-// (group pulls are then refused).
-func NewPuller(reader Reader, seqs MaxSeqs, groups GroupBounds) *Puller {
-	return &Puller{reader: reader, seqs: seqs, groups: groups}
+// (group pulls are then refused); inflight may be nil when nothing is ever
+// in flight (every seq without a row is then a gap for good).
+func NewPuller(reader Reader, seqs MaxSeqs, groups GroupBounds, inflight InFlight) *Puller {
+	return &Puller{reader: reader, seqs: seqs, groups: groups, inflight: inflight}
 }
 
 // PullRequest is the data of WS 1005 and the query of GET /msg/pull. With
@@ -52,13 +61,20 @@ type PullRequest struct {
 	Limit          int    `json:"limit" query:"limit"`
 }
 
-// PullResult is the answer: messages ascending by seq, every seq of the
-// window present (a seq with no readable message as a placeholder), and
-// the caller's visible bounds.
+// PullResult is the answer: messages ascending by seq with no seq missing
+// between the first and the last (a seq that will never hold a readable
+// message as a placeholder), and the caller's visible bounds. A seq that is
+// accepted but not saved yet is never a placeholder: a range pull stops
+// before it (see Pull) and PendingSeqs names it.
 type PullResult struct {
 	Messages []MessageJSON `json:"messages"`
 	MinSeq   int64         `json:"min_seq"`
 	MaxSeq   int64         `json:"max_seq"`
+	// PendingSeqs are seqs of the window (range pull) or of the request
+	// (pull by seqs) that are in flight — accepted, not saved yet — and so
+	// left out: "not yet", pull them again later. Ascending, at most
+	// MaxPullLimit; omitted when none.
+	PendingSeqs []int64 `json:"pending_seqs,omitempty"`
 }
 
 // Bounds returns userID's visible [minSeq, maxSeq] in a conversation:
@@ -95,7 +111,11 @@ func (p *Puller) Bounds(ctx context.Context, userID, conversationID string) (int
 	return minSeq, maxSeq, nil
 }
 
-// Pull returns a window of saved messages the caller may see.
+// Pull returns a window of saved messages the caller may see. The page is
+// the run of settled seqs that starts at the window's anchor — begin_seq
+// going up, otherwise the window's end going down — and stops at the first
+// seq that is in flight, so a client can advance its contiguous prefix over
+// every placeholder it gets.
 func (p *Puller) Pull(ctx context.Context, userID string, req PullRequest) (PullResult, error) {
 	if req.BeginSeq < 0 || req.EndSeq < 0 || req.Limit < 0 {
 		return PullResult{}, badField("begin_seq", "seqs and limit must not be negative")
@@ -121,17 +141,87 @@ func (p *Puller) Pull(ctx context.Context, userID string, req PullRequest) (Pull
 	if begin > end {
 		return res, nil
 	}
+	// The in-flight marks are read after max_seq and before the rows: a
+	// seq settled in between is then among the rows (see
+	// streams.InFlightReader).
+	pending := p.pending(ctx, req.ConversationID)
 	msgs, err := p.reader.Range(ctx, req.ConversationID, begin, end, limit)
 	if err != nil {
 		return PullResult{}, err
 	}
-	res.Messages = fillRange(msgs, begin, end, limit)
+	res.Messages, res.PendingSeqs = settledRun(msgs, begin, end, req.BeginSeq == 0, pending)
 	return res, nil
 }
 
+// pendingSet is what a pull knows of in-flight seqs; unknown (Redis did
+// not answer) counts every seq without a row as in flight.
+type pendingSet struct {
+	seqs    map[int64]bool
+	unknown bool
+}
+
+func (s pendingSet) has(seq int64) bool { return s.unknown || s.seqs[seq] }
+
+func (p *Puller) pending(ctx context.Context, conversationID string) pendingSet {
+	if p.inflight == nil {
+		return pendingSet{}
+	}
+	seqs, err := p.inflight.InFlight(ctx, conversationID)
+	if err != nil {
+		return pendingSet{unknown: true}
+	}
+	set := make(map[int64]bool, len(seqs))
+	for _, s := range seqs {
+		set[s] = true
+	}
+	return pendingSet{seqs: set}
+}
+
+// settledRun walks [begin, end] from begin up (or from end down when down
+// is set) and returns the messages and placeholders it passes, ascending,
+// stopping at the first seq with no row that is in flight. pendingSeqs are
+// the window's in-flight seqs without a row (only the first when the set is
+// unknown).
+func settledRun(msgs []domain.Message, begin, end int64, down bool, pending pendingSet) (out []MessageJSON, pendingSeqs []int64) {
+	byseq := make(map[int64]*domain.Message, len(msgs))
+	for i := range msgs {
+		byseq[msgs[i].Seq] = &msgs[i]
+	}
+	for seq := begin; seq <= end && len(pendingSeqs) < MaxPullLimit; seq++ {
+		if byseq[seq] == nil && pending.seqs[seq] {
+			pendingSeqs = append(pendingSeqs, seq)
+		}
+	}
+	lo, hi, step := begin, end, int64(1)
+	if down {
+		lo, hi, step = end, begin, -1
+	}
+	out = make([]MessageJSON, 0, end-begin+1)
+	for seq := lo; (step > 0 && seq <= hi) || (step < 0 && seq >= hi); seq += step {
+		m := byseq[seq]
+		if m == nil && pending.has(seq) {
+			if pending.unknown {
+				pendingSeqs = []int64{seq}
+			}
+			break
+		}
+		if m != nil {
+			out = append(out, ToJSON(m))
+		} else {
+			out = append(out, Placeholder(seq))
+		}
+	}
+	if down {
+		slices.Reverse(out)
+	}
+	return out, pendingSeqs
+}
+
 // PullBySeqs returns the given seqs (ascending, deduplicated, at most
-// MaxPullLimit) that the caller may see; a seq outside its bounds or with no
-// readable message comes back as a placeholder.
+// MaxPullLimit) that the caller may see; a seq that is in flight (or whose
+// state is unknown because Redis did not answer) is left out and named in
+// PendingSeqs; any other seq outside its bounds or with no readable message
+// comes back as a placeholder.
 func (p *Puller) PullBySeqs(ctx context.Context, userID, conversationID string, seqs []int64) (PullResult, error) {
 	minSeq, maxSeq, err := p.Bounds(ctx, userID, conversationID)
 	if err != nil {
@@ -144,6 +234,7 @@ func (p *Puller) PullBySeqs(ctx context.Context, userID, conversationID string, 
 			visible = append(visible, s)
 		}
 	}
+	pending := p.pending(ctx, conversationID)
 	msgs, err := p.reader.BySeqs(ctx, conversationID, visible)
 	if err != nil {
 		return PullResult{}, err
@@ -154,9 +245,13 @@ func (p *Puller) PullBySeqs(ctx context.Context, userID, conversationID string, 
 	}
 	res := PullResult{Messages: make([]MessageJSON, 0, len(want)), MinSeq: minSeq, MaxSeq: maxSeq}
 	for _, s := range want {
-		if m, ok := byseq[s]; ok {
+		m, ok := byseq[s]
+		switch {
+		case ok:
 			res.Messages = append(res.Messages, ToJSON(m))
-		} else {
+		case s >= minSeq && pending.has(s):
+			res.PendingSeqs = append(res.PendingSeqs, s)
+		default:
 			res.Messages = append(res.Messages, Placeholder(s))
 		}
 	}

@@ -48,11 +48,17 @@ func (p *Pusher) frame(code int, data any) (ws.Frame, bool) {
 }
 
 // PushMessage sends m (2001) to every online connection of userIDs except
-// exceptConn, encoding it once.
+// exceptConn, encoding it once; the frame is tagged with m (MsgRef), so
+// each connection's push is audited.
 func (p *Pusher) PushMessage(ctx context.Context, m *domain.Message, userIDs []string, exceptConn string) {
 	if f, ok := p.frame(wire.PushMsg, ToJSON(m)); ok {
-		p.reg.PushToUsers(ctx, userIDs, f, exceptConn)
+		p.reg.PushToUsers(ctx, userIDs, f.WithMsg(MsgRef(m)), exceptConn)
 	}
+}
+
+// MsgRef is the audit tag of a push of m (ws.Frame.WithMsg).
+func MsgRef(m *domain.Message) ws.MsgRef {
+	return ws.MsgRef{ServerMsgID: m.ServerMsgID, ConversationID: m.ConversationID, Seq: m.Seq}
 }
 
 // PushAck sends a 2101 ACK push to every connection of userID.
@@ -97,6 +103,7 @@ type AsyncFanout struct {
 	queue   chan fanoutJob
 	push    *Pusher
 	groups  GroupFanout
+	filter  PushFilter
 	dropped prometheus.Counter
 	log     *slog.Logger
 }
@@ -106,11 +113,18 @@ type fanoutJob struct {
 	exceptConn string
 }
 
+// PushFilter tells whether a user wants no push for a single chat
+// (recv_msg_opt 1), answered from memory (gateway/state.NoPushCache).
+type PushFilter interface {
+	NoPush(ctx context.Context, userID, conversationID string) bool
+}
+
 // NewAsyncFanout returns a fanout queue of size entries; Run drains it.
-// groups may be nil until group chat is wired.
-func NewAsyncFanout(size int, push *Pusher, groups GroupFanout, reg prometheus.Registerer, log *slog.Logger) *AsyncFanout {
+// groups may be nil until group chat is wired; filter nil pushes every
+// single chat to its receiver.
+func NewAsyncFanout(size int, push *Pusher, groups GroupFanout, filter PushFilter, reg prometheus.Registerer, log *slog.Logger) *AsyncFanout {
 	a := &AsyncFanout{
-		queue: make(chan fanoutJob, size), push: push, groups: groups, log: log,
+		queue: make(chan fanoutJob, size), push: push, groups: groups, filter: filter, log: log,
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "push_dropped_total",
 			Help: "Pushes of the synchronous path dropped because the push queue was full (clients pull).",
@@ -163,6 +177,9 @@ func (a *AsyncFanout) deliver(ctx context.Context, j *fanoutJob) {
 		return
 	}
 	to := m.SingleRecipients()
+	if a.filter != nil && m.RecvID != m.SenderID && a.filter.NoPush(ctx, m.RecvID, m.ConversationID) {
+		to = []string{m.SenderID} // recv_msg_opt 1: the receiver pulls
+	}
 	if m.SessionType == domain.SessionGroup {
 		to = []string{m.SenderID} // group chat not wired: the sender's other devices only
 	}

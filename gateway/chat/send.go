@@ -13,6 +13,7 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/streams"
 )
@@ -21,7 +22,9 @@ import (
 type Accepter interface {
 	Accept(ctx context.Context, req streams.AcceptRequest) (streams.Accepted, error)
 	Retire(ctx context.Context, conversationID string, seq int64) error
-	MarkSaved(ctx context.Context, m *domain.Message) error
+	// MarkSaved records m saved for retries of its client_msg_id and
+	// settles allocated, the seq the accept step marked in flight for it.
+	MarkSaved(ctx context.Context, m *domain.Message, allocated int64) error
 }
 
 // Saver persists messages on the synchronous path (store.MessageRepo).
@@ -33,6 +36,13 @@ type Saver interface {
 // allocates with Lease(conversation, 1) while Redis is unreachable.
 type Leaser interface {
 	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
+}
+
+// Originals finds an already saved message by its sender and client_msg_id
+// (store.MessageRepo, through uk_sender_client_msg); domain.ErrMessageNotFound
+// when there is none.
+type Originals interface {
+	ByClientMsgID(ctx context.Context, senderID, clientMsgID string) (domain.Message, error)
 }
 
 // Users tells which user IDs exist (store.UserRepo).
@@ -47,24 +57,61 @@ type GroupGate interface {
 	CheckSend(ctx context.Context, groupID, userID string) error
 }
 
+// SendHook is the app's before_send webhook: it may refuse a message
+// (domain.ErrMessageRejected or a *wire.Error) or replace m.Content, which
+// the service then checks again against msg.max_body_bytes and the
+// msg_type's required field. It runs for user sends only, after the
+// permission checks and before a seq is issued.
+type SendHook interface {
+	BeforeSend(ctx context.Context, m *domain.Message) error
+}
+
+// AfterSave hears of messages saved on the synchronous path (the save
+// stage tells it of the two-phase ones): the after_send events and offline
+// push. fresh[i] is false for a message that was already saved before.
+type AfterSave interface {
+	AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error
+}
+
+// SenderGate says how long a sender's sends are still refused because its
+// messages keep being dead-lettered (store.DeadSenders; 0: not blocked).
+// It must not do I/O: it runs on every send.
+type SenderGate interface {
+	Blocked(sender string) time.Duration
+}
+
 // Fanout delivers a saved message off the request path (the synchronous
 // path's pushes).
 type Fanout interface {
 	Deliver(m *domain.Message, exceptConn string)
 }
 
+// Origin is who sends: the token's user (never a frame field) and, for a
+// WebSocket send, the sending connection (its own pushes skip it); the
+// platform is the token's, for the ACK audit line.
+type Origin struct {
+	UserID     string
+	ConnID     string // "" for HTTP
+	PlatformID int    // 0 when unknown (the server API sends for a user)
+}
+
 // Service sends messages.
 type Service struct {
-	mode    *Mode
-	msg     configs.Msg
-	accept  Accepter
-	saver   Saver
-	leaser  Leaser
-	users   *knownUsers
-	groups  GroupGate
-	fanout  Fanout
-	log     *slog.Logger
-	metrics *sendMetrics
+	mode      *Mode
+	audit     *domain.Audit
+	msg       configs.Msg
+	accept    Accepter
+	saver     Saver
+	leaser    Leaser
+	users     *knownUsers
+	groups    GroupGate
+	fanout    Fanout
+	originals Originals
+	log       *slog.Logger
+	metrics   *sendMetrics
+	hook      SendHook
+	after     AfterSave
+	offenders SenderGate
 
 	// fallbackSeqs: conversations that got seqs straight from the database
 	// while Redis was unreachable, with the highest such seq; the Redis
@@ -83,16 +130,27 @@ type Deps struct {
 	Users    Users
 	Groups   GroupGate // nil refuses group sends with group_not_found
 	Fanout   Fanout
-	Log      *slog.Logger
-	Registry prometheus.Registerer // nil: metrics unregistered
+	// Originals, when set, is asked before a send gets a new seq whether
+	// its client_msg_id is already saved (a retry after the Redis
+	// idempotency record expired or was lost); nil skips the check.
+	Originals Originals
+	Log       *slog.Logger
+	Audit     *domain.Audit         // nil: no audit lines (issue 15 item 3)
+	Registry  prometheus.Registerer // nil: metrics unregistered
+	Hook      SendHook              // nil: no before_send
+	After     AfterSave             // nil: nothing after a synchronous save
+	// DeadSenders, when set, refuses the sends of a user blocked for
+	// repeated dead letters (limits.dead_letters).
+	DeadSenders SenderGate
 }
 
 // NewService returns the message service.
 func NewService(d Deps) *Service {
 	return &Service{
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
-		users: newKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, log: d.Log,
-		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{},
+		users: newKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: d.Originals, log: d.Log, audit: d.Audit,
+		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
+		offenders: d.DeadSenders,
 	}
 }
 
@@ -101,18 +159,37 @@ func NewService(d Deps) *Service {
 // answers ACK(accepted), or — two-phase off, or Redis unreachable with
 // fail_open — persists in the request path and answers ACK(saved). A retry
 // of the same client_msg_id answers the original's ACK (ack_type saved once
-// it is saved). originConn is the sending connection ("" for HTTP); its
+// it is saved). from.ConnID is the sending connection ("" for HTTP); its
 // pushes skip it. Errors are domain errors or *wire.Error (bad_request,
 // body_too_long, user_not_found, not_group_member, member_not_active,
-// group_dismissed, server_busy).
-func (s *Service) Send(ctx context.Context, sender, originConn string, req SendRequest) (AckJSON, error) {
+// group_dismissed, server_busy, too_many_requests for a sender blocked for
+// repeated dead letters).
+func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJSON, error) {
+	sender, originConn := from.UserID, from.ConnID
 	began := time.Now()
 	m, err := req.validate(sender, s.msg.MaxBodyBytes)
 	if err != nil {
 		return AckJSON{}, err
 	}
+	if err := s.checkOffender(sender); err != nil {
+		return AckJSON{}, err
+	}
 	if err := s.authorize(ctx, &m); err != nil {
 		return AckJSON{}, err
+	}
+	// A retry of a saved message is answered before the before_send hook:
+	// the message was already approved and sent.
+	if ack, ok := s.savedOriginal(ctx, &m); ok {
+		s.metrics.observe(ack.AckType, time.Since(began))
+		return ack, nil
+	}
+	if s.hook != nil {
+		if err := s.hook.BeforeSend(ctx, &m); err != nil {
+			return AckJSON{}, err
+		}
+		if err := checkContent(&m, s.msg.MaxBodyBytes); err != nil {
+			return AckJSON{}, err
+		}
 	}
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -123,10 +200,60 @@ func (s *Service) Send(ctx context.Context, sender, originConn string, req SendR
 	mode := s.mode.Get()
 	ack, err := s.send(ctx, mode, &m, originConn)
 	if err != nil {
+		s.audit.Fail(ctx, "ack", err, append(domain.AuditMsg(&m), domain.AuditConn(sender, from.PlatformID, originConn)...)...)
 		return AckJSON{}, err
+	}
+	if s.audit.On(ctx) {
+		s.audit.OK(ctx, "ack", append(domain.AuditConn(sender, from.PlatformID, originConn),
+			slog.String("server_msg_id", ack.ServerMsgID), slog.String("conversation_id", ack.ConversationID),
+			slog.Int64("seq", ack.Seq), slog.String("ack_type", ack.AckType))...)
 	}
 	s.metrics.observe(ack.AckType, time.Since(began))
 	return ack, nil
+}
+
+// checkOffender refuses a sender blocked for repeated dead letters, before
+// a seq is issued: too_many_requests with the rest of the block as
+// retry-after.
+func (s *Service) checkOffender(sender string) error {
+	if s.offenders == nil {
+		return nil
+	}
+	wait := s.offenders.Blocked(sender)
+	if wait <= 0 {
+		return nil
+	}
+	e := wire.NewError(wire.ReasonTooManyRequests, "your recent messages could not be stored (dead-lettered); sending is paused")
+	e.RetryAfter = wait
+	return e
+}
+
+// savedOriginal answers a retry whose original is already in the database
+// with the original's ACK(saved) — same server_msg_id, seq and send_at —
+// before any seq is issued. Redis remembers (sender, client_msg_id) for
+// two_phase.idempotency_ttl only, and not at all after it lost its data
+// (the embedded mode's every restart), so without this check such a retry
+// would get a new seq and only its later ACK(saved) would name the
+// original. It costs one point query on uk_sender_client_msg per send; a
+// database error skips it (the save stage still refuses the duplicate).
+func (s *Service) savedOriginal(ctx context.Context, m *domain.Message) (AckJSON, bool) {
+	if s.originals == nil {
+		return AckJSON{}, false
+	}
+	orig, err := s.originals.ByClientMsgID(ctx, m.SenderID, m.ClientMsgID)
+	switch {
+	case errors.Is(err, domain.ErrMessageNotFound):
+		return AckJSON{}, false
+	case err != nil:
+		s.log.Warn("idempotency check in the database failed; sending (the save stage refuses a duplicate)",
+			"sender_id", m.SenderID, "client_msg_id", m.ClientMsgID, "err", err)
+		return AckJSON{}, false
+	case orig.ConversationID != m.ConversationID:
+		// The same client_msg_id for another conversation is a client bug;
+		// the database keeps the first, so answer what it holds.
+	}
+	s.metrics.dbDuplicates.Inc()
+	return ackOf(&orig, streams.Accepted{ServerMsgID: orig.ServerMsgID, Seq: orig.Seq, SendAt: orig.SendAt}, domain.AckSaved), true
 }
 
 // SendSystem sends a server-made message — a group notification (msg_type
@@ -146,7 +273,7 @@ func (s *Service) SendSystem(ctx context.Context, m domain.Message) (AckJSON, er
 		m.ServerMsgID = id.String()
 	}
 	if m.ClientMsgID == "" {
-		m.ClientMsgID = "sys:" + m.ServerMsgID
+		m.ClientMsgID = domain.SystemClientMsgIDPrefix + m.ServerMsgID
 	}
 	if m.SendAt == 0 {
 		m.SendAt = time.Now().UnixMilli()
@@ -192,11 +319,16 @@ func (s *Service) sendSync(ctx context.Context, mode configs.TwoPhase, m *domain
 		return ackOf(m, a, retryAckType(a)), nil
 	}
 	m.Seq = a.Seq
-	stored, err := s.persist(ctx, m, originConn)
+	// The seq counts as in flight for streams.SyncSaveWindow: the save
+	// must commit well within it, or a pull could call a seq "never" that
+	// is then saved.
+	saveCtx, cancel := context.WithTimeout(ctx, streams.SyncSaveWindow/2)
+	stored, err := s.persist(saveCtx, m, originConn)
+	cancel()
 	if err != nil {
 		return AckJSON{}, err
 	}
-	if err := s.accept.MarkSaved(ctx, &stored); err != nil {
+	if err := s.accept.MarkSaved(ctx, &stored, a.Seq); err != nil {
 		s.log.Warn("mark saved failed; a retry will be resolved by the database", "server_msg_id", stored.ServerMsgID, "err", err)
 	}
 	return ackOf(&stored, streams.Accepted{ServerMsgID: stored.ServerMsgID, Seq: stored.Seq, SendAt: stored.SendAt}, domain.AckSaved), nil
@@ -237,8 +369,10 @@ func (s *Service) persist(ctx context.Context, m *domain.Message, originConn str
 		switch res[0].Outcome {
 		case store.Saved:
 			s.fanout.Deliver(m, originConn)
+			s.afterSave(ctx, res[0].Original, true)
 			return *m, nil
 		case store.Duplicate:
+			s.metrics.dbDuplicates.Inc()
 			return res[0].Original, nil
 		}
 		// SeqTaken: the seq was issued twice (Redis lost writes); take a
@@ -252,6 +386,17 @@ func (s *Service) persist(ctx context.Context, m *domain.Message, originConn str
 		}
 		m.Seq = lease.Ceiling
 		s.noteFallback(m.ConversationID, m.Seq)
+	}
+}
+
+// afterSave tells the AfterSave hook; on the synchronous path a failure
+// is logged (the message is saved and answered; the events are lost).
+func (s *Service) afterSave(ctx context.Context, m domain.Message, fresh bool) {
+	if s.after == nil {
+		return
+	}
+	if err := s.after.AfterSave(ctx, []domain.Message{m}, []bool{fresh}); err != nil {
+		s.log.Warn("after-save events lost", "server_msg_id", m.ServerMsgID, "err", err)
 	}
 }
 

@@ -36,9 +36,10 @@ func (k *knownUsers) exists(ctx context.Context, id string) (bool, error) {
 }
 
 type sendMetrics struct {
-	latency   *prometheus.HistogramVec
-	fallbacks prometheus.Counter
-	refused   prometheus.Counter
+	latency      *prometheus.HistogramVec
+	fallbacks    prometheus.Counter
+	refused      prometheus.Counter
+	dbDuplicates prometheus.Counter
 }
 
 func newSendMetrics(reg prometheus.Registerer) *sendMetrics {
@@ -56,9 +57,13 @@ func newSendMetrics(reg prometheus.Registerer) *sendMetrics {
 			Namespace: "nexo", Name: "send_refused_busy_total",
 			Help: "Sends refused with server_busy because Redis was unreachable and fail_open is false.",
 		}),
+		dbDuplicates: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "send_duplicates_in_database_total",
+			Help: "Sends found already saved in the database (uk_sender_client_msg) by the gateway: a retry answered from the database because Redis no longer remembered its client_msg_id, or a synchronous-path insert that met the original. The save stage counts its own in nexo_save_duplicates_total.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.latency, m.fallbacks, m.refused)
+		reg.MustRegister(m.latency, m.fallbacks, m.refused, m.dbDuplicates)
 	}
 	return m
 }

@@ -134,8 +134,8 @@ func (s *Service) Dismiss(ctx context.Context, caller, groupID string) (GroupJSO
 	return out, err
 }
 
-// Update changes the group's name, introduction, avatar or join policy;
-// the owner and admins may. Fields equal to the current value are not
+// Update changes the group's name, introduction, avatar, join policy or
+// invite permission; the owner and admins may. Fields equal to the current value are not
 // changes; with none, nothing is announced. Errors: group_not_found,
 // group_dismissed, not_group_member / member_not_active, forbidden.
 func (s *Service) Update(ctx context.Context, caller string, req UpdateRequest) (GroupJSON, error) {
@@ -164,12 +164,19 @@ func (s *Service) Update(ctx context.Context, caller string, req UpdateRequest) 
 			{"introduction", req.Introduction, g.Introduction, &u.Introduction, &old.Introduction},
 			{"avatar", req.Avatar, g.Avatar, &u.Avatar, &old.Avatar},
 			{"join_policy", req.JoinPolicy, g.JoinPolicy, &u.JoinPolicy, &old.JoinPolicy},
+			// Compared with the effective value: setting what already
+			// applies is no change (and keeps following the server's).
+			{"invite_permission", req.InvitePermission, s.invitePermission(g), &u.InvitePermission, &old.InvitePermission},
 		} {
 			if f.want != nil && *f.want != f.have {
 				have := f.have
 				*f.dst, *f.prev = f.want, &have
 				changed = append(changed, f.name)
 			}
+		}
+		if u.InvitePermission != nil { // undo restores the stored value, "" included
+			stored := g.InvitePermission
+			old.InvitePermission = &stored
 		}
 		_, err = s.change(ctx, req.GroupID,
 			func() (bool, error) {
@@ -209,5 +216,5 @@ func (s *Service) view(ctx context.Context, groupID string) (GroupJSON, error) {
 	if err != nil {
 		return GroupJSON{}, fmt.Errorf("count members of %s: %w", groupID, err)
 	}
-	return GroupOf(g, counts[groupID]), nil
+	return s.render(g, counts[groupID]), nil
 }

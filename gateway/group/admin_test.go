@@ -138,7 +138,7 @@ func TestDismissRules(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) { wantReason(t, call(), wire.ReasonGroupDismissed) })
 	}
-	if list := must(e.svc.List(bg, "carol"))(t); len(list.Groups) != 1 || list.Groups[0].Status != "dismissed" {
+	if list := must(e.svc.List(bg, "carol", "", 0))(t); len(list.Groups) != 1 || list.Groups[0].Status != "dismissed" {
 		t.Fatalf("carol's list %+v", list)
 	}
 }
@@ -205,11 +205,11 @@ func TestQueriesRules(t *testing.T) {
 	wantReason(t, err, wire.ReasonBadRequest)
 
 	other := e.create("bob", "carol", "outsider")
-	list := must(e.svc.List(bg, "carol"))(t)
+	list := must(e.svc.List(bg, "carol", "", 0))(t)
 	if len(list.Groups) != 2 || list.Groups[0].GroupID != g.GroupID || list.Groups[1].GroupID != other.GroupID || list.Groups[1].MemberCount != 3 {
 		t.Fatalf("carol's groups %+v", list)
 	}
-	if list := must(e.svc.List(bg, "dave"))(t); len(list.Groups) != 0 {
+	if list := must(e.svc.List(bg, "dave", "", 0))(t); len(list.Groups) != 0 {
 		t.Fatalf("dave quit but lists %+v", list)
 	}
 }

@@ -209,7 +209,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 	acc := streams.NewAccepter(e.rdb, keys, seqs, 1000, time.Hour)
 	pusher := chat.NewPusher(registry, quiet)
 	svc := chat.NewService(chat.Deps{Mode: chat.NewMode(cfg.TwoPhase), Msg: cfg.Msg, Accepter: acc, Saver: msgs, Leaser: seqs,
-		Users: e.users, Groups: members, Fanout: chat.NewAsyncFanout(16, pusher, fanout, nil, quiet), Log: quiet})
+		Users: e.users, Groups: members, Fanout: chat.NewAsyncFanout(16, pusher, fanout, nil, nil, quiet), Log: quiet})
 	m := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: keys, Redis: e.rdb, Messages: msgs, Seqs: seqs, Allocator: acc,
 		Pusher: pusher, Metrics: m, Log: quiet, MaxAttempts: 3})
@@ -221,7 +221,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 	defer func() { cancel(); <-done }()
 
 	send := func(i int) (chat.AckJSON, error) {
-		return svc.Send(bg, ids[(i+500)%500], "", chat.SendRequest{ClientMsgID: fmt.Sprintf("b%d", i),
+		return svc.Send(bg, chat.Origin{UserID: ids[(i+500)%500]}, chat.SendRequest{ClientMsgID: fmt.Sprintf("b%d", i),
 			SessionType: int(domain.SessionGroup), GroupID: g.GroupID, MsgType: int(domain.MsgText), Content: chat.ContentJSON{Text: "hello"}})
 	}
 	// The creation notification went through the rule tests' notifier, so

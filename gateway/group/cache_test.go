@@ -219,3 +219,64 @@ func TestRedisDownFallsBackToTheDatabase(t *testing.T) {
 		t.Fatal("a change was written while its cache could not be invalidated")
 	}
 }
+
+// TestMemberSettingIsPatchedInPlace: a member's recv_msg_opt change
+// updates the cached member list in place; neither this process nor
+// another one reloads the list from the database (issue 13 item 10: any
+// member could otherwise force a large group's list to reload on every
+// settings change).
+func TestMemberSettingIsPatchedInPlace(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	users := userIDs("m", 200)
+	e.addUsers(users...)
+	g := e.create(users[0], users[1:]...)
+	const name = "nexo_group_member_cache_lookups_total"
+	regA, regB := prometheus.NewRegistry(), prometheus.NewRegistry()
+	a := group.NewMembers(e.repo, e.cache, e.cfg.Group, regA, quiet)
+	b := group.NewMembers(e.repo, e.cache, e.cfg.Group, regB, quiet)
+	for _, m := range []*group.Members{a, b} { // both hold the list
+		if err := m.CheckSend(bg, g.GroupID, users[5]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dbA, dbB := counter(t, regA, name, "db"), counter(t, regB, name, "db")
+	before := must(e.cache.Version(bg, g.GroupID))(t)
+
+	if err := a.SetRecvMsgOpt(bg, g.GroupID, users[7], 2); err != nil {
+		t.Fatal(err)
+	}
+	if after := must(e.cache.Version(bg, g.GroupID))(t); after == before {
+		t.Fatal("version unchanged: other processes would not see the setting")
+	}
+	_, st, err := e.cache.Read(bg, g.GroupID)
+	if err != nil || st == nil {
+		t.Fatalf("the Redis copy was dropped (%v): the list would be reloaded", err)
+	}
+	if got := st.Members[users[7]].RecvMsgOpt; got != 2 {
+		t.Fatalf("cached recv_msg_opt %d, want 2", got)
+	}
+	if len(st.Members) != 200 || st.Members[users[8]].RecvMsgOpt != 0 {
+		t.Fatalf("other members changed: %d members, %+v", len(st.Members), st.Members[users[8]])
+	}
+	for _, m := range []*group.Members{a, b} {
+		if err := m.CheckSend(bg, g.GroupID, users[7]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if counter(t, regA, name, "db") != dbA || counter(t, regB, name, "db") != dbB {
+		t.Fatalf("the member list was reloaded from the database: db lookups %v→%v and %v→%v",
+			dbA, counter(t, regA, name, "db"), dbB, counter(t, regB, name, "db"))
+	}
+	// The changing process patched its own copy; the other re-read Redis.
+	if got := counter(t, regB, name, "redis"); got == 0 {
+		t.Fatal("the other process did not pick up the patched copy from Redis")
+	}
+	// With nothing cached for the group it falls back to an invalidation.
+	if err := e.members.Invalidate(bg, g.GroupID); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.SetRecvMsgOpt(bg, g.GroupID, users[7], 1); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -279,7 +279,7 @@ func userIDs(prefix string, n int) []string {
 // create makes a group owned by owner with members through the service.
 func (e *env) create(owner string, members ...string) group.GroupJSON {
 	e.t.Helper()
-	g, err := e.svc.Create(context.Background(), owner, group.CreateRequest{Name: "team", MemberIDs: members})
+	g, err := e.svc.Create(context.Background(), owner, group.CreateRequest{Name: "team", MemberIDs: members, JoinPolicy: group.PolicyOpen})
 	if err != nil {
 		e.t.Fatalf("create: %v", err)
 	}

@@ -29,11 +29,31 @@ const (
 // goroutine costs more than the pushes.
 const minChunk = 128
 
-// Registry reaches this process's connections (ws.Server). PushToUsers
-// never blocks on a slow connection and takes distinct user IDs.
+// Registry reaches the connections (ws.Server, or the cluster router).
+// PushToUsers never blocks on a slow connection and takes distinct user
+// IDs. A registry that also answers OnlineOf (the cluster router: one
+// presence lookup for the whole list) is asked that instead of Online.
 type Registry interface {
 	PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int
 	Online(userID string) bool
+}
+
+type batchOnline interface {
+	OnlineOf(ctx context.Context, userIDs []string) []string
+}
+
+// online keeps the recipients connected anywhere, in their order.
+func (f *Fanout) online(ctx context.Context, recipients []string) []string {
+	if b, ok := f.reg.(batchOnline); ok {
+		return b.OnlineOf(ctx, recipients)
+	}
+	online := recipients[:0]
+	for _, u := range recipients {
+		if f.reg.Online(u) {
+			online = append(online, u)
+		}
+	}
+	return online
 }
 
 // NotifyJSON is the data of a 2102 push: the conversation has messages up
@@ -85,12 +105,7 @@ func (f *Fanout) FanoutGroup(ctx context.Context, m *domain.Message, exceptConn 
 	}
 	targets := notificationTargets(m)
 	recipients, members := f.recipients(s, m, targets)
-	online := recipients[:0]
-	for _, u := range recipients {
-		if f.reg.Online(u) {
-			online = append(online, u)
-		}
-	}
+	online := f.online(ctx, recipients)
 	mode := f.choose(members, len(online))
 	f.metrics.modes.WithLabelValues(mode).Inc()
 	if mode == modeNone || len(online) == 0 {
@@ -175,12 +190,18 @@ func (f *Fanout) choose(members, online int) string {
 	return modePush
 }
 
+// frame encodes the push of m for mode, tagged with m for the push audit
+// lines (a 2102 notify is audited as the push of the message it announces).
 func (f *Fanout) frame(mode string, m *domain.Message) (ws.Frame, error) {
+	var fr ws.Frame
+	var err error
 	if mode == modeNotify {
-		return ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushGroupNotify,
+		fr, err = ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushGroupNotify,
 			Data: NotifyJSON{ConversationID: m.ConversationID, MaxSeq: m.Seq}})
+	} else {
+		fr, err = ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(m)})
 	}
-	return ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(m)})
+	return fr.WithMsg(chat.MsgRef(m)), err
 }
 
 // push hands frame to users' connections with at most cfg.Workers

@@ -15,9 +15,11 @@ import (
 	"go.yaml.in/yaml/v3"
 	"golang.org/x/crypto/bcrypt"
 
+	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/group"
+	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/store"
 )
 
@@ -34,8 +36,8 @@ type httpEnv struct {
 	issuer *auth.Issuer
 }
 
-func newHTTPEnv(t *testing.T) *httpEnv {
-	e := newEnv(t)
+func newHTTPEnv(t *testing.T, tweak ...func(*configs.Config)) *httpEnv {
+	e := newEnv(t, tweak...)
 	e.cfg.JWT.Secret = "test-secret-0123456789abcdef0123456789"
 	tokens := store.NewTokens(e.rdb, e.keys)
 	issuer := must(auth.NewIssuer(e.cfg.JWT, tokens))(t)
@@ -43,7 +45,10 @@ func newHTTPEnv(t *testing.T) *httpEnv {
 	passwords := must(auth.NewPasswords(bcrypt.MinCost))(t)
 	srv := must(gateway.NewServer(gateway.Deps{HTTP: e.cfg.HTTP, Logger: quiet, Users: e.users, Passwords: passwords,
 		Issuer: issuer, Verifier: verifier}))(t)
-	group.NewHandlers(e.svc, e.cfg.HTTP.MaxBodyBytes, quiet).Register(srv)
+	lim := limits.New(e.rdb, e.keys.Prefix, nil, quiet)
+	r := e.cfg.Limits.GroupInvite
+	invites := limits.NewInvites(lim, limits.Rule{Rate: r.Rate, Period: r.Period, Burst: r.Burst})
+	group.NewHandlers(e.svc, e.cfg.HTTP.MaxBodyBytes, invites, quiet).Register(srv)
 	return &httpEnv{env: e, srv: srv, issuer: issuer}
 }
 
@@ -92,7 +97,7 @@ func keysOf(t *testing.T, raw json.RawMessage) []string {
 }
 
 var (
-	groupKeys  = []string{"avatar", "created_at", "creator_user_id", "group_id", "group_type", "introduction", "join_policy", "member_count", "name", "owner_user_id", "status", "updated_at"}
+	groupKeys  = []string{"avatar", "created_at", "creator_user_id", "group_id", "group_type", "introduction", "invite_permission", "join_policy", "member_count", "name", "owner_user_id", "status", "updated_at"}
 	memberKeys = []string{"group_id", "inviter_user_id", "join_seq", "joined_at", "role_level", "status", "user_id"}
 )
 
@@ -102,7 +107,7 @@ func TestHTTPRoutes(t *testing.T) {
 	h.addUsers("alice", "bob", "carol", "dave")
 	alice, bob, dave := h.token(t, "alice"), h.token(t, "bob"), h.token(t, "dave")
 
-	r := h.do(t, "POST", "/group/create", `{"name":"team","member_ids":["bob","carol"],"avatar":"a.png"}`, alice)
+	r := h.do(t, "POST", "/group/create", `{"name":"team","member_ids":["bob","carol"],"avatar":"a.png","join_policy":"open"}`, alice)
 	if r.status != 200 || r.ErrCode != 0 || !slices.Equal(keysOf(t, r.Data), groupKeys) {
 		t.Fatalf("create: %d %s", r.status, r.Data)
 	}
@@ -151,7 +156,7 @@ func TestHTTPRoutes(t *testing.T) {
 		{"POST", "/group/update", `{"group_id":"` + g.GroupID + `","join_policy":"invite_only"}`, bob, groupKeys},
 		{"GET", "/group/info?group_id=" + g.GroupID, "", dave, groupKeys},
 		{"GET", "/group/members?group_id=" + g.GroupID + "&offset=1&limit=1", "", bob, []string{"members", "total"}},
-		{"GET", "/group/list", "", bob, []string{"groups"}},
+		{"GET", "/group/list", "", bob, []string{"groups", "next_cursor"}},
 		{"POST", "/group/transfer", `{"group_id":"` + g.GroupID + `","new_owner_id":"bob"}`, alice, groupKeys},
 		{"POST", "/group/quit", `{"group_id":"` + g.GroupID + `"}`, alice, memberKeys},
 		{"POST", "/group/dismiss", `{"group_id":"` + g.GroupID + `"}`, bob, groupKeys},

@@ -3,15 +3,37 @@ package group
 import (
 	"unicode/utf8"
 
+	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway"
 )
 
-// Join policies (group JSON join_policy).
+// Join policies (group JSON join_policy). invite_only is the default: a
+// group ID alone lets nobody in. An open group is joined with /group/join;
+// on an approval group /group/join files an application that the owner or
+// an admin answers. Only an open group's /group/info is public.
 const (
 	PolicyOpen       = "open"
 	PolicyInviteOnly = "invite_only"
+	PolicyApproval   = "approval"
 )
+
+// checkPolicy accepts "" (the default) and the policies.
+func checkPolicy(field, p string) error {
+	if p != "" && p != PolicyOpen && p != PolicyInviteOnly && p != PolicyApproval {
+		return gateway.BadField(field, "must be %q, %q or %q", PolicyInviteOnly, PolicyOpen, PolicyApproval)
+	}
+	return nil
+}
+
+// checkInvitePermission accepts "" (the server's group.invite_permission)
+// and the permissions.
+func checkInvitePermission(field, p string) error {
+	if p != "" && p != configs.InviteByMembers && p != configs.InviteByAdmins {
+		return gateway.BadField(field, "must be %q or %q", configs.InviteByMembers, configs.InviteByAdmins)
+	}
+	return nil
+}
 
 // Field limits (the schema's column sizes).
 const (
@@ -22,22 +44,30 @@ const (
 	MaxMembersPage = 500
 	// DefaultMembersPage is limit of GET /group/members when absent.
 	DefaultMembersPage = 100
+	// MaxListPage caps limit of GET /group/list and GET /group/applications.
+	MaxListPage = 500
+	// DefaultListPage is their limit when absent.
+	DefaultListPage = 100
+	maxReqMsgLen    = 255
 )
 
 // GroupJSON is a group on the wire. Times are Unix milliseconds.
 type GroupJSON struct {
-	GroupID       string `json:"group_id"`
-	Name          string `json:"name"`
-	Introduction  string `json:"introduction"`
-	Avatar        string `json:"avatar"`
-	GroupType     int    `json:"group_type"`
-	JoinPolicy    string `json:"join_policy"`
-	OwnerUserID   string `json:"owner_user_id"`
-	CreatorUserID string `json:"creator_user_id"`
-	Status        string `json:"status"`
-	MemberCount   int    `json:"member_count"`
-	CreatedAt     int64  `json:"created_at"`
-	UpdatedAt     int64  `json:"updated_at"`
+	GroupID      string `json:"group_id"`
+	Name         string `json:"name"`
+	Introduction string `json:"introduction"`
+	Avatar       string `json:"avatar"`
+	GroupType    int    `json:"group_type"`
+	JoinPolicy   string `json:"join_policy"`
+	// InvitePermission is who may add others: "members" or "admins" (the
+	// group's setting, else the server's group.invite_permission).
+	InvitePermission string `json:"invite_permission"`
+	OwnerUserID      string `json:"owner_user_id"`
+	CreatorUserID    string `json:"creator_user_id"`
+	Status           string `json:"status"`
+	MemberCount      int    `json:"member_count"`
+	CreatedAt        int64  `json:"created_at"`
+	UpdatedAt        int64  `json:"updated_at"`
 }
 
 // GroupOf renders g with its number of active members.
@@ -48,14 +78,15 @@ func GroupOf(g domain.Group, memberCount int) GroupJSON {
 	}
 	return GroupJSON{
 		GroupID: g.ID, Name: g.Name, Introduction: g.Introduction, Avatar: g.Avatar, GroupType: g.GroupType,
-		JoinPolicy: g.JoinPolicy, OwnerUserID: g.OwnerUserID, CreatorUserID: g.CreatorUserID, Status: status,
+		JoinPolicy: g.JoinPolicy, InvitePermission: g.InvitePermission, OwnerUserID: g.OwnerUserID, CreatorUserID: g.CreatorUserID, Status: status,
 		MemberCount: memberCount, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
 	}
 }
 
 // MemberJSON is a membership on the wire: role_level 100 owner, 60 admin,
 // 20 member; status "normal", "left" or "kicked"; join_seq is the first seq
-// the member may see.
+// the member may see. /group/join on an approval group answers status
+// "pending" (an application was filed; role_level and join_seq are 0).
 type MemberJSON struct {
 	GroupID       string `json:"group_id"`
 	UserID        string `json:"user_id"`
@@ -86,11 +117,23 @@ type CreateRequest struct {
 	Introduction string   `json:"introduction"`
 	Avatar       string   `json:"avatar"`
 	GroupType    int      `json:"group_type"`
+	// JoinPolicy is "invite_only" (the default when absent), "open" or
+	// "approval".
+	JoinPolicy string `json:"join_policy"`
+	// InvitePermission is "members" or "admins"; absent follows the
+	// server's group.invite_permission.
+	InvitePermission string `json:"invite_permission"`
 }
 
 // Validate checks the fields' shapes; counts and existence are the
 // service's.
 func (r *CreateRequest) Validate() error {
+	if err := checkPolicy("join_policy", r.JoinPolicy); err != nil {
+		return err
+	}
+	if err := checkInvitePermission("invite_permission", r.InvitePermission); err != nil {
+		return err
+	}
 	if err := checkLen("name", r.Name, 1, maxNameLen); err != nil {
 		return err
 	}
@@ -109,7 +152,22 @@ func (r *CreateRequest) Validate() error {
 	return nil
 }
 
-// GroupRequest is the body of POST /group/join, /group/quit, /group/dismiss.
+// JoinRequest is the body of POST /group/join; req_msg (optional, up to
+// 255 characters) goes with an application to an approval group.
+type JoinRequest struct {
+	GroupID string `json:"group_id"`
+	ReqMsg  string `json:"req_msg"`
+}
+
+// Validate requires group_id.
+func (r *JoinRequest) Validate() error {
+	if err := checkGroupID(r.GroupID); err != nil {
+		return err
+	}
+	return checkLen("req_msg", r.ReqMsg, 0, maxReqMsgLen)
+}
+
+// GroupRequest is the body of POST /group/quit and /group/dismiss.
 type GroupRequest struct {
 	GroupID string `json:"group_id"`
 }
@@ -177,6 +235,8 @@ type UpdateRequest struct {
 	Introduction *string `json:"introduction"`
 	Avatar       *string `json:"avatar"`
 	JoinPolicy   *string `json:"join_policy"`
+	// InvitePermission is "members" or "admins".
+	InvitePermission *string `json:"invite_permission"`
 }
 
 // Validate requires group_id and at least one field, each within its limits.
@@ -184,8 +244,8 @@ func (r *UpdateRequest) Validate() error {
 	if err := checkGroupID(r.GroupID); err != nil {
 		return err
 	}
-	if r.Name == nil && r.Introduction == nil && r.Avatar == nil && r.JoinPolicy == nil {
-		return gateway.BadField("body", "must set name, introduction, avatar and/or join_policy")
+	if r.Name == nil && r.Introduction == nil && r.Avatar == nil && r.JoinPolicy == nil && r.InvitePermission == nil {
+		return gateway.BadField("body", "must set name, introduction, avatar, join_policy and/or invite_permission")
 	}
 	for _, f := range []struct {
 		name     string
@@ -198,8 +258,11 @@ func (r *UpdateRequest) Validate() error {
 			}
 		}
 	}
-	if r.JoinPolicy != nil && *r.JoinPolicy != PolicyOpen && *r.JoinPolicy != PolicyInviteOnly {
-		return gateway.BadField("join_policy", "must be %q or %q", PolicyOpen, PolicyInviteOnly)
+	if r.JoinPolicy != nil && (*r.JoinPolicy == "" || checkPolicy("join_policy", *r.JoinPolicy) != nil) {
+		return gateway.BadField("join_policy", "must be %q, %q or %q", PolicyInviteOnly, PolicyOpen, PolicyApproval)
+	}
+	if r.InvitePermission != nil && (*r.InvitePermission == "" || checkInvitePermission("invite_permission", *r.InvitePermission) != nil) {
+		return gateway.BadField("invite_permission", "must be %q or %q", configs.InviteByMembers, configs.InviteByAdmins)
 	}
 	return nil
 }
@@ -226,9 +289,11 @@ type MembersPage struct {
 	Total   int64        `json:"total"`
 }
 
-// GroupList answers GET /group/list.
+// GroupList answers GET /group/list: a page of the caller's groups and
+// the cursor of the next page ("" after the last).
 type GroupList struct {
-	Groups []GroupJSON `json:"groups"`
+	Groups     []GroupJSON `json:"groups"`
+	NextCursor string      `json:"next_cursor"`
 }
 
 func checkLen(field, v string, min, max int) error {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 
 	lru "github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/prometheus/client_golang/prometheus"
@@ -28,6 +29,7 @@ type Cache interface {
 	Read(ctx context.Context, groupID string) (version string, st *store.GroupState, err error)
 	Fill(ctx context.Context, groupID, version string, st *store.GroupState) (bool, error)
 	Invalidate(ctx context.Context, groupID string) error
+	SetRecvMsgOpt(ctx context.Context, groupID, userID string, opt int) (version string, err error)
 }
 
 // Members answers who is in a group, for every group send (CheckSend),
@@ -162,6 +164,37 @@ func (m *Members) Invalidate(ctx context.Context, groupID string) error {
 	}
 	m.metrics.invalidations.Inc()
 	return err
+}
+
+// SetRecvMsgOpt makes a member's new recv_msg_opt (already committed to the
+// database) take effect for fanouts at once, without dropping the group's
+// member list (issue 13 item 10): the cached state is patched in place in
+// Redis under a new version, and this process's copy is updated in place
+// too, so no process reloads the list from the database. When Redis holds
+// no state for the group (or not this member) there is nothing to patch and
+// it falls back to Invalidate, which then costs no reload either.
+func (m *Members) SetRecvMsgOpt(ctx context.Context, groupID, userID string, opt int) error {
+	v, err := m.cache.SetRecvMsgOpt(ctx, groupID, userID, opt)
+	if err != nil || v == "" {
+		return m.Invalidate(ctx, groupID)
+	}
+	m.metrics.patches.Inc()
+	if m.local == nil {
+		return nil
+	}
+	old, ok := m.local.Get(groupID)
+	if !ok || old.state == nil {
+		m.local.Remove(groupID)
+		return nil
+	}
+	// Readers hold the old snapshot without a lock: patch a copy.
+	st := &store.GroupState{Group: old.state.Group, Members: maps.Clone(old.state.Members)}
+	if ms, ok := st.Members[userID]; ok {
+		ms.RecvMsgOpt = opt
+		st.Members[userID] = ms
+	}
+	m.keep(groupID, newSnapshot(v, st))
+	return nil
 }
 
 // CheckSend implements chat.GroupGate: nil when userID is an active member

@@ -33,6 +33,10 @@ func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) 
 	if err := s.checkCount("member_ids", len(others)); err != nil {
 		return GroupJSON{}, err
 	}
+	if n := len(others) + 1; n > s.cfg.MaxMembers {
+		return GroupJSON{}, wire.NewError(wire.ReasonBadRequest,
+			fmt.Sprintf("member_ids: a group has at most %d members (group.max_members; got %d)", s.cfg.MaxMembers, n))
+	}
 	if err := s.requireUsers(ctx, "member_ids", append([]string{caller}, others...)); err != nil {
 		return GroupJSON{}, err
 	}
@@ -41,15 +45,19 @@ func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) 
 		return GroupJSON{}, fmt.Errorf("group id: %w", err)
 	}
 	now := time.Now().UnixMilli()
+	policy := req.JoinPolicy
+	if policy == "" {
+		policy = PolicyInviteOnly
+	}
 	g := domain.Group{ID: id.String(), Name: req.Name, Introduction: req.Introduction, Avatar: req.Avatar,
-		Status: domain.GroupNormal, CreatorUserID: caller, OwnerUserID: caller, GroupType: req.GroupType, JoinPolicy: PolicyOpen,
-		CreatedAt: now, UpdatedAt: now}
+		Status: domain.GroupNormal, CreatorUserID: caller, OwnerUserID: caller, GroupType: req.GroupType, JoinPolicy: policy,
+		InvitePermission: req.InvitePermission, CreatedAt: now, UpdatedAt: now}
 	everyone := append([]string{caller}, others...)
 	// No lock: nobody else knows the ID yet. Like a locked change, it runs
 	// to its end once begun (bounded by group.lock_ttl).
 	opCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.cfg.LockTTL)
 	defer cancel()
-	preview := GroupOf(g, len(everyone))
+	preview := s.render(g, len(everyone))
 	seq, err := s.notify(opCtx, NotifyGroupCreated, NotificationJSON{GroupID: g.ID, OpUserID: caller, UserIDs: everyone, Group: &preview})
 	if err != nil {
 		return GroupJSON{}, err
@@ -67,24 +75,42 @@ func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) 
 	if err := s.invalidateAdded(opCtx, g.ID); err != nil {
 		return GroupJSON{}, err
 	}
-	return GroupOf(stored, len(members)), nil
+	return s.render(stored, len(members)), nil
 }
 
 // Join adds caller to an open group; its join_seq is the seq of its join
-// notification. Joining again while a member changes nothing. Errors:
-// group_not_found, group_dismissed, join_not_allowed (invite_only).
+// notification. On an approval group it files an application instead
+// (JoinWithMessage) and answers status "pending". Joining again while a
+// member changes nothing. A user who was kicked comes back only through an
+// invitation, whatever the policy. Errors: group_not_found,
+// group_dismissed, join_not_allowed (invite_only, or kicked).
 func (s *Service) Join(ctx context.Context, caller, groupID string) (MemberJSON, error) {
+	return s.JoinWithMessage(ctx, caller, groupID, "")
+}
+
+// JoinWithMessage is Join with reqMsg, the message an application to an
+// approval group carries to its owner and admins.
+func (s *Service) JoinWithMessage(ctx context.Context, caller, groupID, reqMsg string) (MemberJSON, error) {
 	var out MemberJSON
 	err := s.locked(ctx, groupID, func(ctx context.Context) error {
 		g, err := s.activeGroup(ctx, groupID)
 		if err != nil {
 			return err
 		}
-		if m, err := s.groups.Member(ctx, groupID, caller); err == nil && m.Status == domain.MemberNormal {
+		m, err := s.groups.Member(ctx, groupID, caller)
+		switch {
+		case err == nil && m.Status == domain.MemberNormal:
 			out = MemberOf(m)
 			return nil
+		case err == nil && m.Status == domain.MemberKicked:
+			return wire.NewError(wire.ReasonJoinNotAllowed, "you were removed from this group; only an invitation brings you back")
 		}
-		if g.JoinPolicy != PolicyOpen {
+		switch g.JoinPolicy {
+		case PolicyOpen:
+		case PolicyApproval:
+			out, err = s.apply(ctx, caller, groupID, reqMsg)
+			return err
+		default:
 			return fmt.Errorf("group %s is %s: %w", groupID, g.JoinPolicy, domain.ErrJoinNotAllowed)
 		}
 		added, err := s.add(ctx, groupID, caller, "", []string{caller}, NotifyMemberJoined)
@@ -99,8 +125,8 @@ func (s *Service) Join(ctx context.Context, caller, groupID string) (MemberJSON,
 
 // Invite adds users to the group (users who quit or were kicked come back
 // with a new join_seq); those already active members are skipped. Any
-// active member may invite, or only owner and admins under
-// group.invite_permission = admins. Errors: group_not_found,
+// active member may invite, or only owner and admins when the group's
+// invite_permission (else group.invite_permission) is admins. Errors: group_not_found,
 // group_dismissed, not_group_member / member_not_active (caller),
 // forbidden, user_not_found, bad_request (too many users).
 func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (InviteResult, error) {
@@ -110,15 +136,16 @@ func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (
 		return out, err
 	}
 	err := s.locked(ctx, req.GroupID, func(ctx context.Context) error {
-		if _, err := s.activeGroup(ctx, req.GroupID); err != nil {
+		g, err := s.activeGroup(ctx, req.GroupID)
+		if err != nil {
 			return err
 		}
 		inviter, err := s.actor(ctx, req.GroupID, caller)
 		if err != nil {
 			return err
 		}
-		if s.cfg.InvitePermission == configs.InviteByAdmins {
-			if err := requireRole(inviter, domain.RoleAdmin, "only the owner and admins may invite to this server's groups"); err != nil {
+		if s.invitePermission(g) == configs.InviteByAdmins {
+			if err := requireRole(inviter, domain.RoleAdmin, "only the owner and admins may invite to this group (invite_permission admins)"); err != nil {
 				return err
 			}
 		}
@@ -149,6 +176,13 @@ func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (
 // add announces then writes new members (role member) and invalidates the
 // cache, and returns them as stored. Called under the group's lock.
 func (s *Service) add(ctx context.Context, groupID, op, inviter string, users []string, t domain.MsgType) ([]MemberJSON, error) {
+	counts, err := s.groups.ActiveCounts(ctx, []string{groupID})
+	if err != nil {
+		return nil, err
+	}
+	if n := counts[groupID] + len(users); n > s.cfg.MaxMembers {
+		return nil, wire.NewError(wire.ReasonBadRequest, fmt.Sprintf("the group would have %d members; at most %d (group.max_members)", n, s.cfg.MaxMembers))
+	}
 	seq, err := s.notify(ctx, t, NotificationJSON{GroupID: groupID, OpUserID: op, UserIDs: users})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import "github.com/prometheus/client_golang/prometheus"
 type cacheMetrics struct {
 	lookups       *prometheus.CounterVec
 	invalidations prometheus.Counter
+	patches       prometheus.Counter
 }
 
 func newCacheMetrics(reg prometheus.Registerer) *cacheMetrics {
@@ -19,12 +20,16 @@ func newCacheMetrics(reg prometheus.Registerer) *cacheMetrics {
 			Namespace: "nexo", Name: "group_member_cache_invalidations_total",
 			Help: "Group member cache invalidations (one per membership change).",
 		}),
+		patches: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "group_member_cache_patches_total",
+			Help: "Member-level setting changes (recv_msg_opt) applied to the cached member list in place, without a reload.",
+		}),
 	}
 	for _, r := range []string{"local", "redis", "db", "db_uncached"} {
 		m.lookups.WithLabelValues(r)
 	}
 	if reg != nil {
-		reg.MustRegister(m.lookups, m.invalidations)
+		reg.MustRegister(m.lookups, m.invalidations, m.patches)
 	}
 	return m
 }

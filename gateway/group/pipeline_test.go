@@ -21,7 +21,7 @@ func TestJoinDuringAStreamOfSends(t *testing.T) {
 			t.Parallel()
 			s := newStack(t, pm.mode)
 			s.addUsers("alice", "bob", "carol", "dave")
-			g, err := s.svc.Create(bg, "alice", group.CreateRequest{Name: "stream", MemberIDs: []string{"bob", "carol"}})
+			g, err := s.svc.Create(bg, "alice", group.CreateRequest{Name: "stream", MemberIDs: []string{"bob", "carol"}, JoinPolicy: group.PolicyOpen})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func TestKickDuringAStreamOfSends(t *testing.T) {
 			t.Parallel()
 			s := newStack(t, pm.mode)
 			s.addUsers("alice", "bob", "carol")
-			g, err := s.svc.Create(bg, "alice", group.CreateRequest{Name: "stream", MemberIDs: []string{"bob", "carol"}})
+			g, err := s.svc.Create(bg, "alice", group.CreateRequest{Name: "stream", MemberIDs: []string{"bob", "carol"}, JoinPolicy: group.PolicyOpen})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -43,7 +43,7 @@ func TestCreateRules(t *testing.T) {
 		t.Fatal(err)
 	}
 	if g.OwnerUserID != "alice" || g.CreatorUserID != "alice" || g.MemberCount != 3 || g.Status != "normal" ||
-		g.JoinPolicy != "open" || g.GroupType != 2 || g.Introduction != "hi" || g.CreatedAt == 0 {
+		g.JoinPolicy != "invite_only" || g.GroupType != 2 || g.Introduction != "hi" || g.CreatedAt == 0 {
 		t.Fatalf("created %+v", g)
 	}
 	m, body := e.notifier.last(t)
@@ -325,5 +325,69 @@ func TestKickRules(t *testing.T) {
 	res, err = e.svc.Kick(bg, "owner", group.UsersRequest{GroupID: g.GroupID, UserIDs: []string{"adm2"}})
 	if err != nil || !slices.Equal(res.Kicked, []string{"adm2"}) {
 		t.Fatalf("owner kicks admin: %+v %v", res, err)
+	}
+}
+
+// TestJoinPolicyDefaultsAndKicks (issue 13 item 6): a group is invite-only
+// unless created open; a group ID alone lets nobody in; a kicked user
+// cannot rejoin even an open group without an invitation; a non-public
+// group's info is for its members (former ones included).
+func TestJoinPolicyDefaultsAndKicks(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addUsers("alice", "bob", "carol", "mallory", "erin")
+	closed := must(e.svc.Create(bg, "alice", group.CreateRequest{Name: "closed", MemberIDs: []string{"bob", "carol"}}))(t)
+	if closed.JoinPolicy != group.PolicyInviteOnly {
+		t.Fatalf("default join_policy %q, want invite_only", closed.JoinPolicy)
+	}
+	_, err := e.svc.Join(bg, "mallory", closed.GroupID)
+	wantReason(t, err, wire.ReasonJoinNotAllowed)
+	_, err = e.svc.InfoFor(bg, "mallory", closed.GroupID)
+	wantReason(t, err, wire.ReasonNotGroupMember)
+	if info, err := e.svc.InfoFor(bg, "bob", closed.GroupID); err != nil || info.GroupID != closed.GroupID {
+		t.Fatalf("member's info: %+v %v", info, err)
+	}
+
+	open := must(e.svc.Create(bg, "alice", group.CreateRequest{Name: "open", MemberIDs: []string{"bob", "carol"}, JoinPolicy: group.PolicyOpen}))(t)
+	if _, err := e.svc.InfoFor(bg, "erin", open.GroupID); err != nil {
+		t.Fatalf("an open group's info is public: %v", err)
+	}
+	must(e.svc.Join(bg, "mallory", open.GroupID))(t)
+	must(e.svc.Kick(bg, "alice", group.UsersRequest{GroupID: open.GroupID, UserIDs: []string{"mallory"}}))(t)
+	_, err = e.svc.Join(bg, "mallory", open.GroupID)
+	wantReason(t, err, wire.ReasonJoinNotAllowed)
+	// Former members still read the info of a closed group.
+	must(e.svc.Kick(bg, "alice", group.UsersRequest{GroupID: closed.GroupID, UserIDs: []string{"carol"}}))(t)
+	if _, err := e.svc.InfoFor(bg, "carol", closed.GroupID); err != nil {
+		t.Fatalf("former member's info: %v", err)
+	}
+	// An invitation brings the kicked user back.
+	must(e.svc.Invite(bg, "alice", group.UsersRequest{GroupID: open.GroupID, UserIDs: []string{"mallory"}}))(t)
+	if err := e.members.CheckSend(bg, open.GroupID, "mallory"); err != nil {
+		t.Fatalf("invited back: %v", err)
+	}
+	wantReason(t, (&group.CreateRequest{Name: "x", JoinPolicy: "public"}).Validate(), wire.ReasonBadRequest)
+}
+
+// TestMaxMembers (issue 13 item 9): group.max_members bounds creation,
+// invitations and joins; nothing is announced or written beyond it.
+func TestMaxMembers(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *configs.Config) { c.Group.MaxMembers = 4 })
+	e.addUsers("alice", "bob", "carol", "dave", "erin", "fred")
+	_, err := e.svc.Create(bg, "alice", group.CreateRequest{Name: "x", MemberIDs: []string{"bob", "carol", "dave", "erin"}})
+	wantReason(t, err, wire.ReasonBadRequest)
+	g := e.create("alice", "bob", "carol")
+	before := e.notifier.count()
+	_, err = e.svc.Invite(bg, "alice", group.UsersRequest{GroupID: g.GroupID, UserIDs: []string{"dave", "erin"}})
+	wantReason(t, err, wire.ReasonBadRequest)
+	if e.notifier.count() != before {
+		t.Fatal("a refused invitation was announced")
+	}
+	must(e.svc.Join(bg, "dave", g.GroupID))(t)
+	_, err = e.svc.Join(bg, "erin", g.GroupID)
+	wantReason(t, err, wire.ReasonBadRequest)
+	if info := must(e.svc.Info(bg, g.GroupID))(t); info.MemberCount != 4 {
+		t.Fatalf("member_count %d, want 4", info.MemberCount)
 	}
 }

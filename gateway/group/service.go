@@ -23,7 +23,7 @@ type Groups interface {
 	MembersOf(ctx context.Context, groupID string, userIDs []string) (map[string]domain.GroupMember, error)
 	ListMembers(ctx context.Context, groupID string, offset, limit int) ([]domain.GroupMember, int64, error)
 	ActiveCounts(ctx context.Context, groupIDs []string) (map[string]int, error)
-	UserGroups(ctx context.Context, userID string) ([]domain.Group, error)
+	UserGroups(ctx context.Context, userID string, afterCreatedAt int64, afterID string, limit int) ([]domain.Group, error)
 	AddMembers(ctx context.Context, groupID string, members []domain.GroupMember) error
 	Deactivate(ctx context.Context, groupID string, userIDs []string, status domain.MemberStatus) ([]domain.GroupMember, error)
 	SetCap(ctx context.Context, groupID string, userIDs []string, capSeq int64) error
@@ -32,6 +32,10 @@ type Groups interface {
 	Update(ctx context.Context, groupID string, u store.GroupUpdate) (domain.Group, error)
 	Transfer(ctx context.Context, groupID, from, to string) error
 	SetRole(ctx context.Context, groupID, userID string, role domain.RoleLevel) error
+	Apply(ctx context.Context, a domain.GroupApplication) (domain.GroupApplication, bool, error)
+	PendingApplication(ctx context.Context, groupID, userID string) (domain.GroupApplication, error)
+	PendingApplications(ctx context.Context, groupID string, afterID int64, limit int) ([]domain.GroupApplication, error)
+	AnswerApplication(ctx context.Context, groupID, userID, handler string, result domain.ApplicationStatus) error
 }
 
 // Users tells which user IDs are registered (store.UserRepo).
@@ -146,6 +150,22 @@ func (s *Service) actor(ctx context.Context, groupID, userID string) (domain.Gro
 		return m, fmt.Errorf("%s in group %s: %w", userID, groupID, domain.ErrMemberNotActive)
 	}
 	return m, nil
+}
+
+// render is GroupOf with the group's effective invite permission (its
+// own, else group.invite_permission).
+func (s *Service) render(g domain.Group, memberCount int) GroupJSON {
+	g.InvitePermission = s.invitePermission(g)
+	return GroupOf(g, memberCount)
+}
+
+// invitePermission is who may add others to g: its own setting, else the
+// server's group.invite_permission.
+func (s *Service) invitePermission(g domain.Group) string {
+	if g.InvitePermission != "" {
+		return g.InvitePermission
+	}
+	return s.cfg.InvitePermission
 }
 
 // requireRole refuses with forbidden unless m has at least role.

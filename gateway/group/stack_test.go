@@ -41,7 +41,7 @@ func newStack(t *testing.T, mode configs.TwoPhase) *stack {
 	msgs := store.NewMessageRepo(e.db)
 	acc := streams.NewAccepter(e.rdb, keys, seqs, 100, time.Hour)
 	pusher := chat.NewPusher(e.reg, quiet)
-	async := chat.NewAsyncFanout(4096, pusher, e.fanout, nil, quiet)
+	async := chat.NewAsyncFanout(4096, pusher, e.fanout, nil, nil, quiet)
 	svc := chat.NewService(chat.Deps{Mode: chat.NewMode(mode), Msg: e.cfg.Msg, Accepter: acc, Saver: msgs, Leaser: seqs,
 		Users: e.users, Groups: e.members, Fanout: async, Log: quiet})
 	metrics := workers.NewMetrics(nil)
@@ -55,14 +55,14 @@ func newStack(t *testing.T, mode configs.TwoPhase) *stack {
 	go func() { _ = p.Run(ctx); done <- struct{}{} }()
 	go func() { _ = async.Run(ctx, 2); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
-	return &stack{env: e, chat: svc, puller: chat.NewPuller(msgs, seqs, e.members), svc: e.service(svc), seqs: seqs}
+	return &stack{env: e, chat: svc, puller: chat.NewPuller(msgs, seqs, e.members, streams.NewInFlightReader(e.rdb, keys)), svc: e.service(svc), seqs: seqs}
 }
 
 var sendN atomic.Int64
 
 // send sends a text message to the group as sender from connection conn.
 func (s *stack) send(sender, groupID, conn string) (chat.AckJSON, error) {
-	return s.chat.Send(bg, sender, conn, chat.SendRequest{ClientMsgID: fmt.Sprintf("m%d", sendN.Add(1)),
+	return s.chat.Send(bg, chat.Origin{UserID: sender, ConnID: conn}, chat.SendRequest{ClientMsgID: fmt.Sprintf("m%d", sendN.Add(1)),
 		SessionType: int(domain.SessionGroup), GroupID: groupID, MsgType: int(domain.MsgText), Content: chat.ContentJSON{Text: "hello"}})
 }
 

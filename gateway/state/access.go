@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
+	explru "github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/domain"
@@ -28,6 +30,11 @@ type SavedMax interface {
 // conversation, saved or not (RedisIssued); 0 when it knows none.
 type IssuedSeqs interface {
 	Issued(ctx context.Context, conversationID string) (int64, error)
+}
+
+// Users tells which user IDs are registered (store.UserRepo).
+type Users interface {
+	Existing(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
 // Bounds is a member's visibility in one conversation: seqs Min..Cap, or
@@ -54,6 +61,8 @@ type Access struct {
 	saved  SavedMax
 	issued IssuedSeqs
 	known  *lru.Cache[string, int64]
+	users  Users
+	peers  *explru.LRU[string, struct{}] // users seen to exist (never deleted)
 }
 
 // knownSeqs is how many conversations' highest seqs a process remembers.
@@ -61,10 +70,32 @@ const knownSeqs = 100_000
 
 // NewAccess returns the membership and seq checks. groups may be nil until
 // group chat is wired (group conversations are then refused); issued may be
-// nil (only saved seqs count).
-func NewAccess(groups GroupBounds, saved SavedMax, issued IssuedSeqs) *Access {
+// nil (only saved seqs count); users, when set, makes a single chat's peer
+// exist before anything is written about the conversation (issue 13 item
+// 9: no conversation rows or cursors for made-up peers).
+func NewAccess(groups GroupBounds, saved SavedMax, issued IssuedSeqs, users Users) *Access {
 	known, _ := lru.New[string, int64](knownSeqs)
-	return &Access{groups: groups, saved: saved, issued: issued, known: known}
+	return &Access{groups: groups, saved: saved, issued: issued, known: known, users: users,
+		peers: explru.NewLRU[string, struct{}](knownSeqs, nil, time.Hour)}
+}
+
+// peerExists asks the database once per peer and process (an hour at most):
+// users are never deleted, so a user seen once exists.
+func (a *Access) peerExists(ctx context.Context, id string) (bool, error) {
+	if a.users == nil {
+		return true, nil
+	}
+	if _, ok := a.peers.Get(id); ok {
+		return true, nil
+	}
+	found, err := a.users.Existing(ctx, []string{id})
+	if err != nil {
+		return false, err
+	}
+	if found[id] {
+		a.peers.Add(id, struct{}{})
+	}
+	return found[id], nil
 }
 
 // Member returns userID's visibility in conversationID: a party of a single
@@ -77,8 +108,18 @@ func (a *Access) Member(ctx context.Context, userID, conversationID string) (Bou
 	case !ok:
 		return Bounds{}, fmt.Errorf("conversation_id %q: %w", conversationID, domain.ErrInvalidArgument)
 	case t == domain.SessionSingle:
-		if _, member := domain.SinglePeer(conversationID, userID); !member {
+		peer, member := domain.SinglePeer(conversationID, userID)
+		if !member {
 			return Bounds{}, fmt.Errorf("%s in %s: %w", userID, conversationID, domain.ErrNotConversationMember)
+		}
+		if peer != userID {
+			ok, err := a.peerExists(ctx, peer)
+			if err != nil {
+				return Bounds{}, err
+			}
+			if !ok {
+				return Bounds{}, fmt.Errorf("peer %q of %s: %w", peer, conversationID, domain.ErrUserNotFound)
+			}
 		}
 		return Bounds{Min: 1}, nil
 	}

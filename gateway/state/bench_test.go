@@ -54,7 +54,7 @@ func BenchmarkCursorWritesPer1000Acks(b *testing.B) {
 			if err := e.db.Gorm.Exec("INSERT INTO seq_conversations (conversation_id, max_seq, reserved_seq) VALUES ('sg_bench', 1000000, 1000000)").Error; err != nil {
 				b.Fatal(err)
 			}
-			access := state.NewAccess(benchBounds{}, e.seqs, nil)
+			access := state.NewAccess(benchBounds{}, e.seqs, nil, nil)
 			cursors := state.NewCursors(access, e.writer, e.convRepo)
 			perMember := 1000 / sh.members
 			st := e.writer.Stats()

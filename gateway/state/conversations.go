@@ -23,10 +23,11 @@ type ConversationStore interface {
 	Hide(ctx context.Context, ownerID, conversationID string, seq int64) error
 }
 
-// CacheInvalidator makes every process reload a group's member cache
-// (group.Members): the group fanout reads each member's recv_msg_opt from it.
-type CacheInvalidator interface {
-	Invalidate(ctx context.Context, groupID string) error
+// MemberSettings applies a member's new recv_msg_opt to the group member
+// cache (group.Members) that the group fanout reads it from, in place: the
+// group's member list is not reloaded.
+type MemberSettings interface {
+	SetRecvMsgOpt(ctx context.Context, groupID, userID string, opt int) error
 }
 
 // List paging: limit 0 means DefaultListLimit; more than MaxListLimit is
@@ -44,13 +45,14 @@ type Conversations struct {
 	access *Access
 	store  ConversationStore
 	writer *CursorWriter
-	groups CacheInvalidator
+	groups MemberSettings
+	noPush *NoPushCache
 }
 
 // NewConversations returns the conversation service; groups may be nil
-// until group chat is wired.
-func NewConversations(access *Access, st ConversationStore, writer *CursorWriter, groups CacheInvalidator) *Conversations {
-	return &Conversations{access: access, store: st, writer: writer, groups: groups}
+// until group chat is wired, noPush nil when no deliver stage reads it.
+func NewConversations(access *Access, st ConversationStore, writer *CursorWriter, groups MemberSettings, noPush *NoPushCache) *Conversations {
+	return &Conversations{access: access, store: st, writer: writer, groups: groups, noPush: noPush}
 }
 
 // List returns a page of userID's conversations — pinned first, then by
@@ -127,9 +129,9 @@ func (s *Conversations) render(ctx context.Context, userID string, states []stor
 // Update changes userID's is_pinned and/or recv_msg_opt of a conversation
 // it belongs to (creating its row if the conversation has no message yet)
 // and returns the conversation as the list shows it. recv_msg_opt of a
-// group takes effect for pushes at once (the member cache is
-// invalidated). Errors: bad_request, not_conversation_member,
-// server_busy (the cache could not be invalidated: retry; the setting is
+// group takes effect for pushes at once (the member's cached entry is
+// updated in place). Errors: bad_request, not_conversation_member,
+// server_busy (the cache could not be updated: retry; the setting is
 // stored).
 func (s *Conversations) Update(ctx context.Context, userID string, req UpdateRequest) (ConversationJSON, error) {
 	if err := req.Validate(); err != nil {
@@ -150,9 +152,12 @@ func (s *Conversations) Update(ctx context.Context, userID string, req UpdateReq
 	if err := s.store.UpdateSettings(ctx, set); err != nil {
 		return ConversationJSON{}, err
 	}
+	if groupID == "" && req.RecvMsgOpt != nil && s.noPush != nil {
+		s.noPush.Invalidate(userID)
+	}
 	if groupID != "" && req.RecvMsgOpt != nil && s.groups != nil {
-		if err := s.groups.Invalidate(ctx, groupID); err != nil {
-			return ConversationJSON{}, fmt.Errorf("%w: invalidate group %s: %w", domain.ErrServerBusy, groupID, err)
+		if err := s.groups.SetRecvMsgOpt(ctx, groupID, userID, *req.RecvMsgOpt); err != nil {
+			return ConversationJSON{}, fmt.Errorf("%w: member cache of group %s: %w", domain.ErrServerBusy, groupID, err)
 		}
 	}
 	states, err := s.store.States(ctx, userID, []string{req.ConversationID})

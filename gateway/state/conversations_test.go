@@ -204,3 +204,28 @@ func TestConversationSettingsAndDelete(t *testing.T) {
 		t.Fatalf("a large limit is clamped, not refused: %+v, %v", res, err)
 	}
 }
+
+// TestPeersMustExist (issue 13 item 9): a single chat with an unregistered
+// peer gets no settings row, no hidden row and no cursor: user_not_found,
+// and the caller's list stays empty.
+func TestPeersMustExist(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	e.addUsers("alice")
+	ghost := domain.SingleConversationID("alice", "ghost")
+	pin := true
+	_, err := e.convs.Update(bg, "alice", state.UpdateRequest{ConversationID: ghost, IsPinned: &pin})
+	wantReason(t, err, wire.ReasonUserNotFound)
+	_, err = e.convs.Delete(bg, "alice", state.DeleteRequest{ConversationID: ghost})
+	wantReason(t, err, wire.ReasonUserNotFound)
+	_, err = e.access.Member(bg, "alice", ghost)
+	wantReason(t, err, wire.ReasonUserNotFound)
+	res, err := e.convs.List(bg, "alice", 0, 0)
+	if err != nil || len(res.Conversations) != 0 {
+		t.Fatalf("alice's list %+v %v: rows were made for a peer that does not exist", res, err)
+	}
+	// A note to self needs no peer.
+	if _, err := e.access.Member(bg, "alice", domain.SingleConversationID("alice", "alice")); err != nil {
+		t.Fatal(err)
+	}
+}

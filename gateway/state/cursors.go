@@ -35,6 +35,19 @@ type Move struct {
 	ToRead         int64
 	AckedDelivered int64
 	AckedRead      int64
+	// DeliveredAt and ReadAt are when (Unix ms) the ACK that asked for
+	// AckedDelivered / AckedRead arrived; Source is the connection of the
+	// latest ACK.
+	DeliveredAt int64
+	ReadAt      int64
+	Source      AckSource
+}
+
+// AckSource is the connection an ACK came over, for the cursor audit
+// line: ConnID is "" for HTTP (mark_read), PlatformID 0 when unknown.
+type AckSource struct {
+	PlatformID int
+	ConnID     string
 }
 
 // MoveSink learns of the cursors a flush took ACKs for, after they are
@@ -43,8 +56,30 @@ type MoveSink interface {
 	Moved(ctx context.Context, moves []Move)
 }
 
-// targets is what a member has acknowledged of a conversation.
-type targets struct{ delivered, read int64 }
+// targets is what a member has acknowledged of a conversation, when each
+// value was first asked for (Unix ms), and over which connection (the
+// latest ACK's).
+type targets struct {
+	delivered, read     int64
+	deliveredAt, readAt int64
+	src                 AckSource
+}
+
+// merge returns t raised by the newer o: higher values win and keep their
+// own time (an equal value keeps t's, the first ACK that asked for it);
+// o's source wins.
+func (t targets) merge(o targets) targets {
+	if o.delivered > t.delivered {
+		t.delivered, t.deliveredAt = o.delivered, o.deliveredAt
+	}
+	if o.read > t.read {
+		t.read, t.readAt = o.read, o.readAt
+	}
+	if o.src != (AckSource{}) {
+		t.src = o.src
+	}
+	return t
+}
 
 // CursorWriter coalesces cursor advances: every ACK is merged in memory
 // into its (member, conversation) entry, and within cursor_flush_interval
@@ -62,6 +97,7 @@ type CursorWriter struct {
 	window  time.Duration
 	log     *slog.Logger
 	metrics *cursorMetrics
+	timing  *cursorTiming // latency histograms and audit lines of the moves
 
 	mu       sync.Mutex
 	pending  map[store.CursorKey]targets
@@ -86,23 +122,39 @@ const shutdownFlush = 5 * time.Second
 // maxRetryWait caps the wait between flushes that fail (database down).
 const maxRetryWait = 5 * time.Second
 
-// NewCursorWriter returns the writer; window is sync.cursor_flush_interval,
-// sink may be nil (no receipts), reg may be nil.
-func NewCursorWriter(st CursorStore, sink MoveSink, window time.Duration, reg prometheus.Registerer, log *slog.Logger) *CursorWriter {
-	return &CursorWriter{store: st, sink: sink, window: window, log: log, metrics: newCursorMetrics(reg),
+// CursorWriterDeps are the CursorWriter's collaborators and settings.
+type CursorWriterDeps struct {
+	Store CursorStore
+	// Sink hears of every flush's moves (Receipts); nil: no receipts.
+	Sink MoveSink
+	// Window is sync.cursor_flush_interval.
+	Window time.Duration
+	// Saved finds when the messages cursors moved to were saved, for the
+	// saved → delivered histogram and the audit lines' server_msg_id
+	// (store.ConversationRepo); nil: neither.
+	Saved    SavedLookup
+	Audit    *domain.Audit // nil: no cursor audit lines
+	Registry prometheus.Registerer
+	Log      *slog.Logger
+}
+
+// NewCursorWriter returns the writer.
+func NewCursorWriter(d CursorWriterDeps) *CursorWriter {
+	return &CursorWriter{store: d.Store, sink: d.Sink, window: d.Window, log: d.Log, metrics: newCursorMetrics(d.Registry),
+		timing:  newCursorTiming(d.Saved, d.Audit, d.Registry, d.Log),
 		pending: map[store.CursorKey]targets{}, kick: make(chan struct{}, 1)}
 }
 
 // Advance records that userID's client holds conversationID up to
-// delivered and has read up to read (either may be 0); read also advances
-// delivered. It never blocks on I/O. Validation (membership, bad_seq) is
-// the caller's.
-func (w *CursorWriter) Advance(userID, conversationID string, delivered, read int64) {
+// delivered and has read up to read (either may be 0), over the
+// connection src; read also advances delivered. It never blocks on I/O.
+// Validation (membership, bad_seq) is the caller's.
+func (w *CursorWriter) Advance(userID, conversationID string, delivered, read int64, src AckSource) {
 	delivered = max(delivered, read)
+	now := time.Now().UnixMilli()
 	k := store.CursorKey{UserID: userID, ConversationID: conversationID}
 	w.mu.Lock()
-	t := w.pending[k]
-	w.pending[k] = targets{delivered: max(t.delivered, delivered), read: max(t.read, read)}
+	w.pending[k] = w.pending[k].merge(targets{delivered: delivered, read: read, deliveredAt: now, readAt: now, src: src})
 	first := len(w.pending) == 1
 	w.mu.Unlock()
 	w.stats.Advances.Add(1)
@@ -193,12 +245,14 @@ func (w *CursorWriter) Flush(ctx context.Context) error {
 	moves, err := w.write(ctx, batch)
 	if err != nil {
 		w.metrics.errors.Inc()
+		w.timing.failed(ctx, batch, err)
 		w.requeue(batch)
 		return err
 	}
 	w.mu.Lock()
 	w.inflight = nil
 	w.mu.Unlock()
+	w.timing.moved(ctx, moves)
 	if w.sink != nil && len(moves) > 0 {
 		w.sink.Moved(ctx, moves)
 	}
@@ -223,7 +277,8 @@ func (w *CursorWriter) write(ctx context.Context, batch map[store.CursorKey]targ
 		t, old := batch[k], stored[k]
 		mv := Move{UserID: k.UserID, ConversationID: k.ConversationID,
 			FromDelivered: old.DeliveredSeq, ToDelivered: max(old.DeliveredSeq, t.delivered),
-			FromRead: old.ReadSeq, ToRead: max(old.ReadSeq, t.read), AckedDelivered: t.delivered, AckedRead: t.read}
+			FromRead: old.ReadSeq, ToRead: max(old.ReadSeq, t.read), AckedDelivered: t.delivered, AckedRead: t.read,
+			DeliveredAt: t.deliveredAt, ReadAt: t.readAt, Source: t.src}
 		moved := mv.ToDelivered != mv.FromDelivered || mv.ToRead != mv.FromRead
 		if moved {
 			rows = append(rows, domain.Cursor{UserID: k.UserID, ConversationID: k.ConversationID,
@@ -249,8 +304,7 @@ func (w *CursorWriter) write(ctx context.Context, batch map[store.CursorKey]targ
 func (w *CursorWriter) requeue(batch map[store.CursorKey]targets) {
 	w.mu.Lock()
 	for k, t := range batch {
-		p := w.pending[k]
-		w.pending[k] = targets{delivered: max(p.delivered, t.delivered), read: max(p.read, t.read)}
+		w.pending[k] = t.merge(w.pending[k]) // the ACKs since are newer
 	}
 	w.inflight = nil
 	w.mu.Unlock()

@@ -3,6 +3,7 @@ package state_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/nexo-im/nexo/configs"
@@ -365,17 +366,77 @@ func TestNewestSeq(t *testing.T) {
 	wantReason(t, err, wire.ReasonBadRequest)
 }
 
+// TestNewestSeqPages (issue 13 item 9): without conversation IDs the
+// newest seqs come a page at a time (cursor/limit, next_cursor "" after
+// the last page), every conversation exactly once; bad limits, foreign
+// cursors and cursor with IDs are refused.
+func TestNewestSeqPages(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, envOpts{})
+	peers := []string{"bob", "carol", "dave", "erin", "fred"}
+	e.addUsers(append([]string{"alice"}, peers...)...)
+	want := map[string]bool{}
+	for _, p := range peers {
+		e.send("alice", p)
+		want[domain.SingleConversationID("alice", p)] = true
+	}
+	got := map[string]bool{}
+	cursor := ""
+	for pages := 1; ; pages++ {
+		if pages > 3 {
+			t.Fatalf("more than 3 pages of 2 for 5 conversations: %v", got)
+		}
+		res, err := e.cursors.Newest(bg, "alice", state.NewestSeqRequest{Cursor: cursor, Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for id, info := range res.Conversations {
+			if got[id] || info.MaxSeq != 1 {
+				t.Fatalf("page %d: %s again or wrong seqs %+v", pages, id, info)
+			}
+			got[id] = true
+		}
+		if res.NextCursor == "" {
+			break
+		}
+		if len(res.Conversations) != 2 {
+			t.Fatalf("a page of %d with a next cursor", len(res.Conversations))
+		}
+		cursor = res.NextCursor
+	}
+	if len(got) != len(want) {
+		t.Fatalf("paged %v, want %v", got, want)
+	}
+	if all, err := e.cursors.Newest(bg, "alice", state.NewestSeqRequest{}); err != nil || len(all.Conversations) != 5 || all.NextCursor != "" {
+		t.Fatalf("default page %+v %v", all, err)
+	}
+	ab := domain.SingleConversationID("alice", "bob")
+	for name, req := range map[string]state.NewestSeqRequest{
+		"limit above the max": {Limit: state.MaxNewestPage + 1},
+		"negative limit":      {Limit: -1},
+		"cursor with IDs":     {ConversationIDs: []string{ab}, Cursor: ab},
+		"limit with IDs":      {ConversationIDs: []string{ab}, Limit: 1},
+		"over-long cursor":    {Cursor: strings.Repeat("x", 300)},
+	} {
+		_, err := e.cursors.Newest(bg, "alice", req)
+		if err == nil {
+			t.Fatalf("%s: accepted", name)
+		}
+		wantReason(t, err, wire.ReasonBadRequest)
+	}
+}
+
 // TestCursorWriterKeepsAdvancesOnFailure: a flush that fails keeps its
 // advances and a later one writes them; Close writes what is left.
 func TestCursorWriterKeepsAdvancesOnFailure(t *testing.T) {
 	t.Parallel()
 	st := &flakyStore{fail: true}
-	w := state.NewCursorWriter(st, nil, 1e9, nil, quiet)
-	w.Advance("u", "c", 3, 0)
+	w := state.NewCursorWriter(state.CursorWriterDeps{Store: st, Window: 1e9, Log: quiet})
+	w.Advance("u", "c", 3, 0, state.AckSource{})
 	if err := w.Flush(bg); err == nil {
 		t.Fatal("flush did not fail")
 	}
-	w.Advance("u", "c", 0, 2)
+	w.Advance("u", "c", 0, 2, state.AckSource{})
 	c := domain.Cursor{UserID: "u", ConversationID: "c"}
 	w.Overlay(&c)
 	if c.DeliveredSeq != 3 || c.ReadSeq != 2 {

@@ -153,6 +153,7 @@ type env struct {
 	resender *state.Resender
 	pipeline *workers.Pipeline
 	async    *chat.AsyncFanout
+	noPush   *state.NoPushCache
 	stop     []func()
 }
 
@@ -197,21 +198,24 @@ func newEnv(t testing.TB, o envOpts) *env {
 	fanout := group.NewFanout(e.members, e.reg, cfg.Group.Push, nil, quiet)
 	pusher := chat.NewPusher(e.reg, quiet)
 	e.accepter = streams.NewAccepter(rdb, e.skeys, e.seqs, 100, time.Hour)
-	e.async = chat.NewAsyncFanout(4096, pusher, fanout, nil, quiet)
+	// A TTL far beyond any test: a setting reaches the pushes through the
+	// invalidation in Conversations.Update, not through expiry.
+	e.noPush = state.NewNoPushCache(e.convRepo, time.Hour, quiet)
+	e.async = chat.NewAsyncFanout(4096, pusher, fanout, e.noPush, nil, quiet)
 	e.chat = chat.NewService(chat.Deps{Mode: chat.NewMode(o.mode), Msg: cfg.Msg,
 		Accepter: state.NewMentionGate(e.accepter, e.members), Saver: e.msgs, Leaser: e.seqs,
-		Users: users, Groups: e.members, Fanout: e.async, Log: quiet})
-	e.puller = chat.NewPuller(e.msgs, e.seqs, e.members)
+		Users: users, Groups: e.members, Fanout: e.async, Originals: e.msgs, Log: quiet})
+	e.puller = chat.NewPuller(e.msgs, e.seqs, e.members, streams.NewInFlightReader(rdb, e.skeys))
 	e.groups = group.NewService(group.Deps{Config: cfg.Group, Groups: groupRepo, Users: users, Members: e.members,
 		Locks: cache, Notifier: e.chat, Log: quiet})
 
-	e.access = state.NewAccess(e.members, e.seqs, state.NewRedisIssued(rdb, e.skeys))
+	e.access = state.NewAccess(e.members, e.seqs, state.NewRedisIssued(rdb, e.skeys), users)
 	receipts := state.NewReceipts(pusher, e.convRepo, e.members, cfg.Sync.GroupReceiptMaxMembers, quiet)
-	e.writer = state.NewCursorWriter(e.cursRepo, receipts, cfg.Sync.CursorFlushInterval, nil, quiet)
+	e.writer = state.NewCursorWriter(state.CursorWriterDeps{Store: e.cursRepo, Sink: receipts, Window: cfg.Sync.CursorFlushInterval, Log: quiet})
 	e.cursors = state.NewCursors(e.access, e.writer, e.convRepo)
-	e.convs = state.NewConversations(e.access, e.convRepo, e.writer, e.members)
+	e.convs = state.NewConversations(e.access, e.convRepo, e.writer, e.members, e.noPush)
 	e.recall = state.NewRecall(state.RecallDeps{Window: cfg.Msg.RevokeWindow, Wait: cfg.Sync.RevokeWait, Access: e.access,
-		Store: store.NewRevokeRepo(db), Roles: e.members, Notifier: e.chat, Push: pusher, Saved: e.seqs})
+		Store: store.NewRevokeRepo(db), Roles: e.members, Notifier: e.chat, Push: pusher, Saved: e.seqs, InFlight: streams.NewInFlightReader(rdb, e.skeys)})
 	e.resender = state.NewResender(state.ResendDeps{Config: cfg.Sync, Reader: e.convRepo, Writer: e.writer,
 		Redis: rdb, Keys: e.keys, MaxQueued: cfg.WS.HighWater / 2, Log: quiet})
 
@@ -219,7 +223,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.skeys, Redis: rdb, Messages: e.msgs, Seqs: e.seqs,
 		Allocator: e.accepter, Pusher: pusher, Metrics: metrics, Log: quiet, MaxAttempts: 3})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.skeys, Redis: rdb, Pusher: pusher, Groups: fanout,
-		Metrics: metrics, Log: quiet})
+		Filter: e.noPush, Metrics: metrics, Log: quiet})
 	e.pipeline = workers.NewPipeline(rdb, e.skeys, cfg.Streams, cfg.Save, "n1", save, deliver, quiet)
 	if err := e.pipeline.EnsureGroups(bg); err != nil {
 		t.Fatal(err)
@@ -260,7 +264,7 @@ var clientIDs atomic.Int64
 // its seq.
 func (e *env) send(sender, recv string, at ...string) int64 {
 	e.t.Helper()
-	ack, err := e.chat.Send(bg, sender, "", chat.SendRequest{ClientMsgID: fmt.Sprint("c", clientIDs.Add(1)),
+	ack, err := e.chat.Send(bg, chat.Origin{UserID: sender}, chat.SendRequest{ClientMsgID: fmt.Sprint("c", clientIDs.Add(1)),
 		SessionType: int(domain.SessionSingle), RecvID: recv, MsgType: int(domain.MsgText),
 		Content: chat.ContentJSON{Text: "hello"}, AtUserIDs: at})
 	if err != nil {
@@ -271,7 +275,7 @@ func (e *env) send(sender, recv string, at ...string) int64 {
 
 // sendGroup sends a text message to a group and returns its seq.
 func (e *env) sendGroup(sender, groupID string, at ...string) (int64, error) {
-	ack, err := e.chat.Send(bg, sender, "", chat.SendRequest{ClientMsgID: fmt.Sprint("g", clientIDs.Add(1)),
+	ack, err := e.chat.Send(bg, chat.Origin{UserID: sender}, chat.SendRequest{ClientMsgID: fmt.Sprint("g", clientIDs.Add(1)),
 		SessionType: int(domain.SessionGroup), GroupID: groupID, MsgType: int(domain.MsgText),
 		Content: chat.ContentJSON{Text: "hi all"}, AtUserIDs: at})
 	return ack.Seq, err
@@ -280,7 +284,7 @@ func (e *env) sendGroup(sender, groupID string, at ...string) (int64, error) {
 // createGroup creates a group of owner and members; it returns its ID.
 func (e *env) createGroup(owner string, members ...string) string {
 	e.t.Helper()
-	g, err := e.groups.Create(bg, owner, group.CreateRequest{Name: "team", MemberIDs: members})
+	g, err := e.groups.Create(bg, owner, group.CreateRequest{Name: "team", MemberIDs: members, JoinPolicy: group.PolicyOpen})
 	if err != nil {
 		e.t.Fatalf("create group: %v", err)
 	}

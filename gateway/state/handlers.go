@@ -49,18 +49,26 @@ func (h *Handlers) Register(r Router, w WSRouter) {
 	r.Route("GET", "/conversation/list", h.list, true)
 	r.Route("PUT", "/conversation/update", gateway.JSON(h.maxBody, h.log, h.convs.Update), true)
 	r.Route("POST", "/conversation/delete", gateway.JSON(h.maxBody, h.log, h.convs.Delete), true)
-	w.Handle(wire.ReqGetNewestSeq, gateway.Frame(func(ctx context.Context, user string, req NewestSeqRequest) (NewestSeqResult, error) {
-		return h.cursors.NewestSeq(ctx, user, req.ConversationIDs)
-	}))
+	w.Handle(wire.ReqGetNewestSeq, gateway.Frame(h.cursors.Newest))
 	w.Handle(wire.ReqGetConvMaxReadSeq, gateway.Frame(h.cursors.MaxRead))
 	w.Handle(wire.ReqMsgAck, gateway.Frame(h.cursors.Ack))
 	w.Handle(wire.ReqRevokeMsg, gateway.Frame(h.recall.Revoke))
 }
 
 // newestSeq serves GET /msg/newest_seq?conversation_ids=a,b (the
-// parameter may also repeat); absent means every conversation.
+// parameter may also repeat); absent means every conversation, paged with
+// cursor= and limit=.
 func (h *Handlers) newestSeq(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
+	req := NewestSeqRequest{Cursor: c.Query("cursor")}
+	if v := c.Query("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			gateway.WriteError(ctx, c, h.log, gateway.BadField("limit", "must be an integer"))
+			return
+		}
+		req.Limit = n
+	}
 	var ids []string
 	for _, v := range c.QueryArgs().PeekAll("conversation_ids") {
 		for _, id := range strings.Split(string(v), ",") {
@@ -69,7 +77,8 @@ func (h *Handlers) newestSeq(ctx context.Context, c *app.RequestContext) {
 			}
 		}
 	}
-	res, err := h.cursors.NewestSeq(ctx, claims.UserID, ids)
+	req.ConversationIDs = ids
+	res, err := h.cursors.Newest(ctx, claims.UserID, req)
 	if err != nil {
 		gateway.WriteError(ctx, c, h.log, err)
 		return

@@ -43,10 +43,13 @@ type AckResult struct {
 	Seq            int64  `json:"seq"`
 }
 
-// NewestSeqRequest is the data of WS 1001; no IDs means every conversation
-// of the caller.
+// NewestSeqRequest is the data of WS 1001 (and GET /msg/newest_seq's
+// query); no IDs means every conversation of the caller, a page at a time:
+// cursor is the previous page's next_cursor, limit 1–1,000 (default 500).
 type NewestSeqRequest struct {
 	ConversationIDs []string `json:"conversation_ids"`
+	Cursor          string   `json:"cursor"`
+	Limit           int      `json:"limit"`
 }
 
 // SeqInfo is one conversation's seqs as the caller sees them: max_seq is
@@ -59,9 +62,11 @@ type SeqInfo struct {
 }
 
 // NewestSeqResult answers 1001 and GET /msg/newest_seq, keyed by
-// conversation ID.
+// conversation ID; next_cursor is the next page's cursor ("" after the last
+// page, and always "" for given conversation IDs).
 type NewestSeqResult struct {
 	Conversations map[string]SeqInfo `json:"conversations"`
+	NextCursor    string             `json:"next_cursor"`
 }
 
 // MaxReadRequest is the data of WS 1006.

@@ -62,7 +62,7 @@ func TestMentionsAreChecked(t *testing.T) {
 		at     []string
 		reason wire.Reason
 	}{{[]string{"bob"}, ""}, {[]string{"alice"}, ""}, {[]string{"carol"}, wire.ReasonBadRequest}, {[]string{"all"}, wire.ReasonBadRequest}} {
-		_, err := e.chat.Send(bg, "alice", "", chat.SendRequest{ClientMsgID: "s-" + tc.at[0], SessionType: 1, RecvID: "bob",
+		_, err := e.chat.Send(bg, chat.Origin{UserID: "alice"}, chat.SendRequest{ClientMsgID: "s-" + tc.at[0], SessionType: 1, RecvID: "bob",
 			MsgType: int(domain.MsgText), Content: chat.ContentJSON{Text: "hi"}, AtUserIDs: tc.at})
 		if tc.reason == "" && err != nil {
 			t.Fatalf("single chat @%v: %v", tc.at, err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nexo-im/nexo/domain"
@@ -61,6 +62,9 @@ type RecallDeps struct {
 	Notifier SystemSender
 	Push     AckPusher
 	Saved    SavedMax
+	// InFlight (streams.InFlightReader) tells a seq still on its way to the
+	// database from a gap; nil when nothing is ever in flight.
+	InFlight chat.InFlight
 }
 
 // Recall is WS 1102 and POST /msg/revoke (seed design 003 §5.1): the
@@ -202,9 +206,14 @@ func (r *Recall) awaitSave(ctx context.Context, userID, conv string, seq int64, 
 			continue
 		case <-deadline.C:
 		}
+		// A seq at or below the saved max with no row is a gap — unless it
+		// is still in flight (docs/sync.md, "not yet" and "never"): max_seq
+		// first, then the marks, then the row.
 		saved, err := r.d.Saved.MaxSeq(ctx, conv)
-		if err == nil && seq <= saved {
-			// Seqs below the saved max that hold no row are gaps.
+		if err == nil && seq <= saved && !r.inFlight(ctx, conv, seq) {
+			if m, err := r.d.Store.Message(ctx, conv, seq); !errors.Is(err, domain.ErrMessageNotFound) {
+				return m, err
+			}
 			return domain.Message{}, fmt.Errorf("seq %d of %s holds no message: %w", seq, conv, domain.ErrMessageNotFound)
 		}
 		return domain.Message{}, wire.NewError(wire.ReasonServerBusy,
@@ -221,7 +230,7 @@ func (r *Recall) announce(ctx context.Context, userID string, m *domain.Message)
 	if err != nil {
 		return err
 	}
-	n := domain.Message{ClientMsgID: "sys:revoke:" + m.ServerMsgID, ConversationID: m.ConversationID, SenderID: userID,
+	n := domain.Message{ClientMsgID: domain.SystemClientMsgIDPrefix + "revoke:" + m.ServerMsgID, ConversationID: m.ConversationID, SenderID: userID,
 		SessionType: m.SessionType, GroupID: m.GroupID, MsgType: MsgRevokeNotification, Content: domain.Content{Custom: string(body)}}
 	if m.SessionType == domain.SessionSingle {
 		n.RecvID, _ = domain.SinglePeer(m.ConversationID, userID)
@@ -230,4 +239,14 @@ func (r *Recall) announce(ctx context.Context, userID string, m *domain.Message)
 		return fmt.Errorf("announce the recall of %s seq %d: %w", m.ConversationID, m.Seq, err)
 	}
 	return nil
+}
+
+// inFlight reports whether seq of conv may still be saved (true when Redis
+// does not answer).
+func (r *Recall) inFlight(ctx context.Context, conv string, seq int64) bool {
+	if r.d.InFlight == nil {
+		return false
+	}
+	seqs, err := r.d.InFlight.InFlight(ctx, conv)
+	return err != nil || slices.Contains(seqs, seq)
 }

@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
@@ -58,6 +59,7 @@ type ResendDeps struct {
 	MaxQueued int // frames a resend may have waiting on a connection: ws.high_water / 2
 	Registry  prometheus.Registerer
 	Log       *slog.Logger
+	Audit     *domain.Audit // nil: no audit lines (issue 15 item 3)
 }
 
 // Resender is offline resend (seed design 001 §4.3, §5.3): once a
@@ -86,13 +88,14 @@ type Resender struct {
 	sem       chan struct{}
 	metrics   *resendMetrics
 	log       *slog.Logger
+	audit     *domain.Audit
 }
 
 // NewResender returns the resender.
 func NewResender(d ResendDeps) *Resender {
 	return &Resender{cfg: d.Config, reader: d.Reader, writer: d.Writer, rdb: d.Redis, keys: d.Keys,
 		maxQueued: max(d.MaxQueued, 8), sem: make(chan struct{}, max(d.Config.ResendConcurrency, 1)),
-		metrics: newResendMetrics(d.Registry), log: d.Log}
+		metrics: newResendMetrics(d.Registry), log: d.Log, audit: d.Audit}
 }
 
 // ResendResult says what one resend did.
@@ -120,10 +123,11 @@ type SummaryJSON struct {
 
 // plan is one conversation's part of a resend.
 type plan struct {
-	conv   string
-	maxSeq int64
-	rng    store.SeqRange // messages to push; empty when none
-	more   bool           // a 2102 follows
+	conv      string
+	maxSeq    int64
+	delivered int64          // the member's delivered cursor the resend started from
+	rng       store.SeqRange // messages to push; empty when none
+	more      bool           // a 2102 follows
 }
 
 // Resend runs one resend to t. Errors are the database's (nothing was
@@ -148,9 +152,17 @@ func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 			return ResendResult{Locked: true}, nil
 		}
 	}
+	connID := ""
+	if c, ok := t.(interface{ ID() string }); ok {
+		connID = c.ID()
+	}
+	who := domain.AuditConn(user, t.PlatformID(), connID)
 	plans, msgs, err := r.load(ctx, t, user)
 	if err != nil {
 		r.metrics.runs.WithLabelValues("failed").Inc()
+		if ctx.Err() == nil { // not a connection that closed while we loaded
+			r.audit.Fail(ctx, "resend", err, who...)
+		}
 		return ResendResult{}, err
 	}
 	byConv := make(map[string][]domain.Message, len(plans))
@@ -161,22 +173,31 @@ func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 	_, paced := t.(queueDepth)
 	frames := 0
 	for _, p := range plans {
+		var last *domain.Message // the conversation's last message pushed
+		sent := 0
 		for i := range byConv[p.conv] {
 			if !paced && frames >= r.maxQueued {
 				break
 			}
-			if byConv[p.conv][i].SendAt > connectedAt {
+			m := &byConv[p.conv][i]
+			if m.SendAt > connectedAt {
 				continue
 			}
-			f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(&byConv[p.conv][i])})
+			f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(m)})
 			if err != nil {
 				continue
 			}
 			if !r.send(ctx, t, f) {
+				r.audit.Fail(ctx, "resend", errTargetGone, r.auditAttrs(who, p, m, sent)...)
 				return res, ctx.Err()
 			}
+			last = m
+			sent++
 			res.Messages++
 			frames++
+		}
+		if last != nil && r.audit.On(ctx) {
+			r.audit.OK(ctx, "resend", r.auditAttrs(who, p, last, sent)...)
 		}
 	}
 	for _, p := range plans {
@@ -199,6 +220,20 @@ func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 	r.metrics.summaries.Add(float64(res.Summaries))
 	r.metrics.latency.Observe(time.Since(began).Seconds())
 	return res, nil
+}
+
+// errTargetGone is the resend audit line's err when the connection closed
+// (or the resend's context ended) while messages were being queued.
+var errTargetGone = errors.New("connection closed during the resend")
+
+// auditAttrs are the keys of one conversation's resend line: the last
+// message pushed (server_msg_id, seq), the connection, the delivered
+// cursor the resend started from (cursor_before) and the seq it pushed up
+// to (cursor_after: where the client's ACK will move the cursor; the
+// resend itself moves none), and how many messages it pushed.
+func (r *Resender) auditAttrs(who []slog.Attr, p plan, last *domain.Message, sent int) []slog.Attr {
+	attrs := append(append(domain.AuditMsg(last), who...), domain.AuditCursor(p.delivered, last.Seq)...)
+	return append(attrs, slog.Int("messages", sent))
 }
 
 // load reads what to resend under the concurrency bound: the plans, in
@@ -238,7 +273,7 @@ func (r *Resender) load(ctx context.Context, t Target, user string) ([]plan, []d
 			n = min(hi-lo, left[st.Type])
 			left[st.Type] -= n
 		}
-		p := plan{conv: st.ConversationID, maxSeq: hi, more: lo+n < hi}
+		p := plan{conv: st.ConversationID, maxSeq: hi, delivered: c.DeliveredSeq, more: lo+n < hi}
 		if n > 0 {
 			p.rng = store.SeqRange{ConversationID: st.ConversationID, After: lo, Upto: lo + n}
 			ranges = append(ranges, p.rng)

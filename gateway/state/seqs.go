@@ -6,17 +6,27 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
 )
 
-// StateReader reads a user's conversation states (store.ConversationRepo);
-// nil IDs means all of them.
+// StateReader reads a user's conversation states (store.ConversationRepo):
+// given ones (nil IDs means all of them), or a page in conversation ID order.
 type StateReader interface {
 	States(ctx context.Context, ownerID string, conversationIDs []string) ([]store.ConversationState, error)
+	StatesPage(ctx context.Context, ownerID, afterID string, limit int) ([]store.ConversationState, error)
 }
 
-// maxNewestIDs caps conversation_ids of one newest-seq request.
-const maxNewestIDs = 1000
+// Newest-seq request limits: conversation_ids of one request, and the page
+// of every conversation (cursor/limit) when none are given.
+const (
+	maxNewestIDs = 1000
+	// MaxNewestPage caps limit of a newest-seq page (WS 1001, GET /msg/newest_seq).
+	MaxNewestPage = 1000
+	// DefaultNewestPage is its limit when absent.
+	DefaultNewestPage = 500
+)
 
 // Cursors serves the cursor requests: client ACKs (1101), mark_read, and
 // the newest seqs (1001, 1006). ACKs are validated here and written by the
@@ -53,7 +63,7 @@ func (s *Cursors) Ack(ctx context.Context, userID string, req AckRequest) (AckRe
 	if req.AckType == string(domain.AckRead) {
 		read = req.Seq
 	}
-	s.writer.Advance(userID, req.ConversationID, req.Seq, read)
+	s.writer.Advance(userID, req.ConversationID, req.Seq, read, ackSource(ctx))
 	return AckResult{AckType: req.AckType, ConversationID: req.ConversationID, Seq: req.Seq}, nil
 }
 
@@ -62,19 +72,44 @@ func (s *Cursors) MarkRead(ctx context.Context, userID string, req MarkReadReque
 	return s.Ack(ctx, userID, AckRequest{AckType: string(domain.AckRead), ConversationID: req.ConversationID, Seq: req.Seq})
 }
 
-// NewestSeq returns, per conversation, the seqs userID sees: of the given
-// IDs (every one must be the caller's, else not_conversation_member), or of
-// all its conversations when ids is empty (deleted ones included). Costs
-// one query, plus a member-cache lookup per group ID given.
+// NewestSeq is Newest for the given conversation IDs, or the first page of
+// every conversation when ids is empty.
 func (s *Cursors) NewestSeq(ctx context.Context, userID string, ids []string) (NewestSeqResult, error) {
-	if len(ids) > maxNewestIDs {
-		return NewestSeqResult{}, gateway.BadField("conversation_ids", "at most %d per request", maxNewestIDs)
+	return s.Newest(ctx, userID, NewestSeqRequest{ConversationIDs: ids})
+}
+
+// Newest returns, per conversation, the seqs userID sees: of the given IDs
+// (at most 1,000; every one must be the caller's, else
+// not_conversation_member), or, when none are given, of a page of all its
+// conversations (deleted ones included) in conversation ID order: limit 0
+// is DefaultNewestPage, above MaxNewestPage is bad_request; cursor is the
+// previous page's next_cursor, which is "" after the last page. Costs one
+// query, plus a member-cache lookup per group ID given.
+func (s *Cursors) Newest(ctx context.Context, userID string, req NewestSeqRequest) (NewestSeqResult, error) {
+	ids := req.ConversationIDs
+	switch {
+	case len(ids) > maxNewestIDs:
+		return NewestSeqResult{}, gateway.BadField("conversation_ids", "at most %d per request (got %d); without conversation_ids every conversation is listed a page at a time", maxNewestIDs, len(ids))
+	case len(ids) > 0 && (req.Cursor != "" || req.Limit != 0):
+		return NewestSeqResult{}, gateway.BadField("cursor", "cursor and limit page every conversation; not with conversation_ids")
+	case req.Limit < 0 || req.Limit > MaxNewestPage:
+		return NewestSeqResult{}, gateway.BadField("limit", "must be 1–%d (default %d)", MaxNewestPage, DefaultNewestPage)
+	case len(req.Cursor) > maxConversationID:
+		return NewestSeqResult{}, gateway.BadField("cursor", "is not a cursor this list returned")
 	}
 	out := NewestSeqResult{Conversations: map[string]SeqInfo{}}
 	if len(ids) == 0 {
-		states, err := s.states.States(ctx, userID, nil)
+		limit := req.Limit
+		if limit == 0 {
+			limit = DefaultNewestPage
+		}
+		states, err := s.states.StatesPage(ctx, userID, req.Cursor, limit+1)
 		if err != nil {
 			return NewestSeqResult{}, err
+		}
+		if len(states) > limit {
+			states = states[:limit]
+			out.NextCursor = states[limit-1].ConversationID
 		}
 		for i := range states {
 			st := &states[i]
@@ -131,4 +166,16 @@ func (s *Cursors) MaxRead(ctx context.Context, userID string, req MaxReadRequest
 	}
 	info := res.Conversations[req.ConversationID]
 	return MaxReadResult{ConversationID: req.ConversationID, MaxSeq: info.MaxSeq, ReadSeq: info.ReadSeq}, nil
+}
+
+// ackSource is the connection of the request ctx belongs to: the WebSocket
+// connection (1101), or the token's platform for HTTP (mark_read).
+func ackSource(ctx context.Context) AckSource {
+	if c, ok := ws.ConnFrom(ctx); ok {
+		return AckSource{PlatformID: c.PlatformID(), ConnID: c.ID()}
+	}
+	if claims, ok := auth.ClaimsFromContext(ctx); ok {
+		return AckSource{PlatformID: claims.PlatformID}
+	}
+	return AckSource{}
 }

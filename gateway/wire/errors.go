@@ -6,6 +6,7 @@ package wire
 
 import (
 	"errors"
+	"time"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -19,6 +20,7 @@ const (
 	ReasonBodyTooLong           Reason = "body_too_long"
 	ReasonUnknownRequest        Reason = "unknown_request"
 	ReasonBadSeq                Reason = "bad_seq"
+	ReasonUnsupportedMediaType  Reason = "unsupported_media_type"
 	ReasonTokenMissing          Reason = "token_missing"
 	ReasonTokenInvalid          Reason = "token_invalid"
 	ReasonTokenExpired          Reason = "token_expired"
@@ -45,6 +47,8 @@ const (
 	ReasonInternalError         Reason = "internal_error"
 	ReasonServerBusy            Reason = "server_busy"
 	ReasonSaveFailed            Reason = "save_failed"
+	ReasonUserDisabled          Reason = "user_disabled"
+	ReasonMessageRejected       Reason = "message_rejected"
 )
 
 // Code is one row of the error table.
@@ -60,6 +64,7 @@ var table = []Code{
 	{ReasonBodyTooLong, 1002, 400},
 	{ReasonUnknownRequest, 1003, 400},
 	{ReasonBadSeq, 1004, 400},
+	{ReasonUnsupportedMediaType, 1005, 415},
 	{ReasonTokenMissing, 1101, 401},
 	{ReasonTokenInvalid, 1102, 401},
 	{ReasonTokenExpired, 1103, 401},
@@ -77,6 +82,8 @@ var table = []Code{
 	{ReasonOwnerCannotQuit, 1207, 403},
 	{ReasonRevokeNotAllowed, 1208, 403},
 	{ReasonRevokeTimeout, 1209, 403},
+	{ReasonUserDisabled, 1220, 403},
+	{ReasonMessageRejected, 1221, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
@@ -121,6 +128,8 @@ var domainReasons = []struct {
 	{domain.ErrTokenRevoked, ReasonTokenRevoked},
 	{domain.ErrBadCredentials, ReasonBadCredentials},
 	{domain.ErrForbidden, ReasonForbidden},
+	{domain.ErrUserDisabled, ReasonUserDisabled},
+	{domain.ErrMessageRejected, ReasonMessageRejected},
 	{domain.ErrNotConversationMember, ReasonNotConversationMember},
 	{domain.ErrNotGroupMember, ReasonNotGroupMember},
 	{domain.ErrMemberNotActive, ReasonMemberNotActive},
@@ -140,9 +149,15 @@ var domainReasons = []struct {
 }
 
 // Error is a wire error: a row of the table plus a human detail.
+// RetryAfter, when > 0 (too_many_requests), says when a retry may succeed:
+// it becomes the HTTP Retry-After header and data.retry_after_ms.
+// RequestID, when set, is sent as data.request_id (the id under which the
+// server logged the cause of a 5xx).
 type Error struct {
 	Code
-	Detail string
+	Detail     string
+	RetryAfter time.Duration
+	RequestID  string
 }
 
 func (e *Error) Error() string {
@@ -155,18 +170,40 @@ func (e *Error) Error() string {
 // NewError builds a wire error for reason with a human detail.
 func NewError(r Reason, detail string) *Error { return &Error{Code: Lookup(r), Detail: detail} }
 
-// FromError maps any error to its wire error: a *Error passes through, a
-// domain sentinel (wrapped or joined) gets its row, anything else is
-// internal_error with no detail (internal messages never reach clients).
+// FromError maps any error to its wire error; it is Public without the
+// hidden flag.
 func FromError(err error) *Error {
-	var we *Error
+	we, _ := Public(err)
+	return we
+}
+
+// Public is the one place that decides what of an error a client sees, on
+// both transports: a *Error passes through as its author wrote it; a
+// domain sentinel (wrapped or joined) gets its row with the error text as
+// detail, except for server-side rows (5xx), whose text may hold internal
+// detail (addresses, driver messages) and is dropped; anything else is
+// internal_error with no detail. hidden reports that a server-side cause
+// was dropped: the caller logs err with a request id and sends that id
+// (Error.RequestID) so the two can be matched.
+func Public(err error) (we *Error, hidden bool) {
 	if errors.As(err, &we) {
-		return we
+		return we, false
 	}
 	for _, d := range domainReasons {
 		if errors.Is(err, d.err) {
-			return &Error{Code: Lookup(d.reason), Detail: err.Error()}
+			c := Lookup(d.reason)
+			if c.HTTPStatus >= 500 {
+				return &Error{Code: c}, true
+			}
+			return &Error{Code: c, Detail: err.Error()}, false
 		}
 	}
-	return &Error{Code: Lookup(ReasonInternalError)}
+	return &Error{Code: Lookup(ReasonInternalError)}, true
+}
+
+// WithRequestID returns a copy of e carrying request id id.
+func (e *Error) WithRequestID(id string) *Error {
+	c := *e
+	c.RequestID = id
+	return &c
 }

@@ -33,7 +33,9 @@ type Request struct {
 
 // Response is a server frame: a response echoes the request's
 // req_identifier, msg_incr and operation_id; a push carries a 2xxx/3001
-// identifier. ErrMsg is the reason string when ErrCode is not 0.
+// identifier. ErrMsg is the reason string when ErrCode is not 0. Ts is the
+// server time the frame was encoded, in Unix milliseconds; every frame
+// carries it (the encoder fills it when zero).
 type Response struct {
 	ReqIdentifier int    `json:"req_identifier"`
 	MsgIncr       string `json:"msg_incr"`
@@ -41,6 +43,7 @@ type Response struct {
 	ErrCode       int    `json:"err_code"`
 	ErrMsg        string `json:"err_msg"`
 	Data          any    `json:"data"`
+	Ts            int64  `json:"ts"`
 }
 
 // Ack types of 2101 pushes and 1101 requests.

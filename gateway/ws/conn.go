@@ -15,8 +15,9 @@ import (
 // the Write* methods; only its reader calls the read side; Close may be
 // called from any goroutine.
 type transport interface {
-	SetWriteDeadline(t time.Time) error
-	WriteMessage(messageType int, data []byte) error
+	// WriteTexts writes each of texts as one WebSocket text frame, in
+	// order, with one system call where the transport allows.
+	WriteTexts(texts [][]byte, deadline time.Time) error
 	WriteControl(messageType int, data []byte, deadline time.Time) error
 	SetReadDeadline(t time.Time) error
 	NextReader() (messageType int, r io.Reader, err error)
@@ -46,7 +47,7 @@ type Conn struct {
 
 	mu          sync.Mutex // guards everything below
 	q           ring
-	inflight    bool // the writer holds a frame it is writing
+	inflight    int  // items the writer took from q and is writing
 	writing     bool // a writer goroutine is running
 	sealed      bool // no more frames are accepted (closing)
 	closeQueued bool // a close frame of ours is queued or written: graceful close

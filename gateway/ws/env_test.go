@@ -334,6 +334,7 @@ type frame struct {
 	ErrCode       int             `json:"err_code"`
 	ErrMsg        string          `json:"err_msg"`
 	Data          json.RawMessage `json:"data"`
+	Ts            int64           `json:"ts"`
 }
 
 func (f frame) reason() string {

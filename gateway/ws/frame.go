@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/nexo-im/nexo/gateway/wire"
 )
@@ -11,18 +12,48 @@ import (
 // Frame is one outbound JSON text frame, encoded once and shared read-only by
 // every connection it is queued to (a group fanout encodes once). The zero
 // Frame is empty and never written.
-type Frame struct{ data []byte }
+type Frame struct {
+	data []byte
+	msg  *MsgRef // the message a push carries: the push audit line names it
+}
+
+// MsgRef names the message a push frame carries (or announces, for a
+// 2102): the registry writes one "push" audit line per connection it
+// queues a tagged frame to (see Deps.Audit).
+type MsgRef struct {
+	ServerMsgID    string
+	ConversationID string
+	Seq            int64
+}
+
+// WithMsg returns f tagged with the message it pushes; the bytes are
+// shared, not copied.
+func (f Frame) WithMsg(r MsgRef) Frame { f.msg = &r; return f }
+
+// Msg returns the message f is tagged with; ok is false for an untagged
+// frame.
+func (f Frame) Msg() (r MsgRef, ok bool) {
+	if f.msg == nil {
+		return MsgRef{}, false
+	}
+	return *f.msg, true
+}
 
 // emptyObject is the data of a frame that carries nothing: data is always a
 // JSON object on the wire, never null.
 var emptyObject = json.RawMessage(`{}`)
 
 // EncodeFrame encodes a server frame (response or push). A nil Data becomes
-// {}. HTML characters are not escaped, so message text keeps its size. The
-// error is a JSON encoding failure of Data (a value json cannot encode).
+// {}; a zero Ts becomes the current time in Unix milliseconds, so every frame
+// carries the server's time. HTML characters are not escaped, so message text
+// keeps its size. The error is a JSON encoding failure of Data (a value json
+// cannot encode).
 func EncodeFrame(r wire.Response) (Frame, error) {
 	if r.Data == nil {
 		r.Data = emptyObject
+	}
+	if r.Ts == 0 {
+		r.Ts = time.Now().UnixMilli()
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -41,27 +72,29 @@ func (f Frame) IsZero() bool { return len(f.data) == 0 }
 
 // errorResponse is the frame that answers a failed request or reports a
 // gate error: err_code and err_msg from the error table, data {reason,
-// detail}. reqIdentifier is the request's (echoed) or wire.PushError.
-func errorResponse(reqIdentifier int, msgIncr, operationID string, e *wire.Error) wire.Response {
+// detail, client_msg_id}. reqIdentifier is the request's (echoed) or
+// wire.PushError; clientMsgID is the failed request's data.client_msg_id
+// (a send's), "" when it had none (then omitted).
+func errorResponse(reqIdentifier int, msgIncr, operationID, clientMsgID string, e *wire.Error) wire.Response {
 	return wire.Response{
 		ReqIdentifier: reqIdentifier,
 		MsgIncr:       msgIncr,
 		OperationID:   operationID,
 		ErrCode:       e.ErrCode,
 		ErrMsg:        string(e.Reason),
-		Data:          wire.ErrorData{Reason: e.Reason, Detail: e.Detail},
+		Data:          errorData(e, clientMsgID),
 	}
 }
 
 // errorFrame is a 3001 error push: a gate error before the close, or an
 // error not tied to a request (a binary frame).
-func errorFrame(e *wire.Error) Frame { return mustEncode(errorResponse(wire.PushError, "", "", e)) }
+func errorFrame(e *wire.Error) Frame { return mustEncode(errorResponse(wire.PushError, "", "", "", e)) }
 
 // kickFrame is the 2002 frame a connection displaced by the login policy
 // gets before the close.
 func kickFrame(policy string) Frame {
 	e := wire.NewError(wire.ReasonKicked, "a newer connection of this user took over (ws.login_policy "+policy+")")
-	return mustEncode(errorResponse(wire.PushKick, "", "", e))
+	return mustEncode(errorResponse(wire.PushKick, "", "", "", e))
 }
 
 // mustEncode encodes a frame built from our own types, which cannot fail;
@@ -94,10 +127,22 @@ func IsGateReason(r wire.Reason) bool { return gateReasons[r] }
 const (
 	// CloseNormal answers a client's close.
 	CloseNormal = 1000
-	// CloseGoingAway is sent to every connection on shutdown.
+	// CloseGoingAway is kept for clients that know it; the server now sends
+	// CloseServiceRestart on shutdown.
 	CloseGoingAway = 1001
 	// ClosePolicyViolation follows a gate error (3001 or 2002 frame).
 	ClosePolicyViolation = 1008
 	// CloseMessageTooBig follows body_too_long for a frame over ws.read_limit.
 	CloseMessageTooBig = 1009
+	// CloseServiceRestart is sent to every connection on shutdown (SIGTERM):
+	// the client reconnects at once, with jitter, and a load balancer sends
+	// it to another instance (docs/cluster.md).
+	CloseServiceRestart = 1012
 )
+
+// errorData is e's data object with the failed request's client_msg_id.
+func errorData(e *wire.Error, clientMsgID string) wire.ErrorData {
+	d := e.Data()
+	d.ClientMsgID = clientMsgID
+	return d
+}

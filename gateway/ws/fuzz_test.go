@@ -56,7 +56,7 @@ func FuzzDecodeAndDispatch(f *testing.F) {
 	s, c := fuzzServer(f)
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		in, identified, werr := decodeRequest(msg)
-		o := s.dispatch(context.Background(), c, msg)
+		o := s.dispatch(context.Background(), c, msg, nil)
 		out := s.encodeOutcome(o)
 
 		var got frame

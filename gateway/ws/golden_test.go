@@ -7,6 +7,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -35,9 +37,32 @@ func compact(t *testing.T, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// checkGolden compares an encoded frame with its fixture (compacted).
+// goldenTs is the ts every fixture carries; the encoder's real ts (checked
+// to be the current time) is replaced by it before the comparison.
+const goldenTs = "1767225600000"
+
+var tsField = regexp.MustCompile(`"ts":(\d+)`)
+
+// fixTs checks that the frame carries exactly one "ts" within a minute of now
+// and returns the frame with that ts replaced by goldenTs.
+func fixTs(t *testing.T, b []byte) []byte {
+	t.Helper()
+	m := tsField.FindAllSubmatch(b, -1)
+	if len(m) != 1 {
+		t.Fatalf("frame has %d ts fields, want 1: %s", len(m), b)
+	}
+	ts, _ := strconv.ParseInt(string(m[0][1]), 10, 64)
+	if now := time.Now().UnixMilli(); ts < now-60_000 || ts > now+1_000 {
+		t.Fatalf("ts %d is not the current time (%d)", ts, now)
+	}
+	return tsField.ReplaceAll(b, []byte(`"ts":`+goldenTs))
+}
+
+// checkGolden compares an encoded frame with its fixture (compacted), after
+// checking its ts is the current time (fixTs).
 func checkGolden(t *testing.T, name string, f Frame) {
 	t.Helper()
+	f = Frame{data: fixTs(t, f.Bytes())}
 	if *update {
 		var buf bytes.Buffer
 		if err := json.Indent(&buf, f.Bytes(), "", "  "); err != nil {
@@ -87,13 +112,13 @@ func TestGoldenRequestAndResponses(t *testing.T) {
 			ClientMsgID: "c-0001", ConversationID: "si_alice_bob", Seq: 42, SendAt: 1767225600000}, nil
 	})
 	c := s.newConn("alice", 5, "jti", time.Time{}, "")
-	checkGolden(t, "response_1003.json", s.encodeOutcome(s.dispatch(context.Background(), c, req)))
+	checkGolden(t, "response_1003.json", s.encodeOutcome(s.dispatch(context.Background(), c, req, nil)))
 
 	s.Handle(wire.ReqSendMsg, func(context.Context, *Conn, json.RawMessage) (any, error) {
 		return nil, domain.ErrNotGroupMember
 	})
 	req2 := bytes.Replace(bytes.Replace(req, []byte(`"17"`), []byte(`"18"`), 1), []byte(`op-7f3a`), []byte(`op-7f3b`), 1)
-	checkGolden(t, "response_error.json", s.encodeOutcome(s.dispatch(context.Background(), c, req2)))
+	checkGolden(t, "response_error.json", s.encodeOutcome(s.dispatch(context.Background(), c, req2, nil)))
 }
 
 // The frames the gateway makes itself come out exactly as documented.

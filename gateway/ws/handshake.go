@@ -47,7 +47,8 @@ func (s *Server) Handler() app.HandlerFunc {
 			if e.HTTPStatus >= 500 {
 				// Not a verdict on the token: the token store did not answer.
 				// Same answer as the HTTP auth middleware.
-				s.log.Error("ws authenticate failed", "err", err, "operation_id", operationID)
+				s.log.Error("ws authenticate failed", "err", err, "operation_id", operationID,
+					"request_id", wire.RequestIDFrom(ctx))
 				e = wire.NewError(wire.ReasonServerBusy, "token store unavailable")
 			}
 			s.reject(rc, e)
@@ -102,7 +103,8 @@ func handshakeToken(rc *app.RequestContext) string {
 // reject answers a refused handshake with the error envelope.
 func (s *Server) reject(rc *app.RequestContext, e *wire.Error) {
 	s.metrics.rejects.WithLabelValues(string(e.Reason)).Inc()
-	body, err := json.Marshal(wire.Fail(e))
+	// The HTTP middleware set the request's id as a response header.
+	body, err := json.Marshal(wire.Fail(e.WithRequestID(string(rc.Response.Header.Peek(wire.RequestIDHeader)))))
 	if err != nil { // cannot happen: the envelope holds strings and ints
 		body = []byte(`{"err_code":1500,"err_msg":"internal_error","data":{"reason":"internal_error"}}`)
 	}

@@ -29,7 +29,7 @@ func TestClientClose(t *testing.T) {
 	})
 }
 
-// Shutdown closes every connection with 1001 and refuses new upgrades.
+// Shutdown closes every connection with 1012 and refuses new upgrades.
 func TestShutdown(t *testing.T) {
 	e := newEnv(t, testConfig())
 	a := e.dial("alice", 5)
@@ -40,7 +40,7 @@ func TestShutdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []*client{a, b} {
-		if code, text, _ := c.expectClosed(5 * time.Second); code != CloseGoingAway || text != "server_shutdown" {
+		if code, text, _ := c.expectClosed(5 * time.Second); code != CloseServiceRestart || text != "server_shutdown" {
 			t.Fatalf("close %d %q", code, text)
 		}
 	}

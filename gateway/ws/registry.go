@@ -2,12 +2,13 @@ package ws
 
 import (
 	"context"
+	"fmt"
 	"hash/maphash"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
 	"github.com/nexo-im/nexo/configs"
-	"golang.org/x/time/rate"
 )
 
 // Registry is how the rest of Nexo reaches connected users. The local
@@ -39,8 +40,7 @@ var _ Registry = (*Server)(nil)
 // userEntry holds one user's connections and what they share.
 type userEntry struct {
 	conns      []*Conn
-	limiter    *rate.Limiter // nil when ws.rate_limit is 0
-	presenceAt atomic.Int64  // Unix ns of the last presence write
+	presenceAt atomic.Int64 // Unix ns of the last presence write
 }
 
 const shardCount = 64
@@ -53,15 +53,14 @@ type shard struct {
 // registry maps user_id -> connections, sharded so pushes to different
 // users rarely contend. It applies the login policy on add.
 type registry struct {
-	policy     string
-	newLimiter func() *rate.Limiter
-	seed       maphash.Seed
-	shards     [shardCount]shard
-	count      atomic.Int64
+	policy string
+	seed   maphash.Seed
+	shards [shardCount]shard
+	count  atomic.Int64
 }
 
-func newRegistry(policy string, newLimiter func() *rate.Limiter) *registry {
-	r := &registry{policy: policy, newLimiter: newLimiter, seed: maphash.MakeSeed()}
+func newRegistry(policy string) *registry {
+	r := &registry{policy: policy, seed: maphash.MakeSeed()}
 	for i := range r.shards {
 		r.shards[i].users = make(map[string]*userEntry)
 	}
@@ -94,7 +93,7 @@ func (r *registry) add(c *Conn) (kicked []*Conn) {
 	defer sh.mu.Unlock()
 	u := sh.users[c.userID]
 	if u == nil {
-		u = &userEntry{limiter: r.newLimiter()}
+		u = &userEntry{}
 		sh.users[c.userID] = u
 	}
 	keep := make([]*Conn, 0, len(u.conns)+1)
@@ -193,15 +192,42 @@ func (r *registry) online(userID string) bool {
 }
 
 // PushToUser implements Registry.
-func (s *Server) PushToUser(_ context.Context, userID string, f Frame, exceptConn string) int {
+func (s *Server) PushToUser(ctx context.Context, userID string, f Frame, exceptConn string) int {
 	var buf [8]*Conn
 	n := 0
 	for _, c := range s.reg.conns(userID, buf[:0]) {
-		if c.id != exceptConn && c.Send(f) {
+		if c.id == exceptConn {
+			continue
+		}
+		ok := c.Send(f)
+		if ok {
 			n++
+		}
+		if f.msg != nil {
+			s.auditPush(ctx, c, f.msg, ok)
 		}
 	}
 	return n
+}
+
+// auditPush writes the push audit line of one connection: debug when c
+// queued the frame, warn when it did not (closing, or its queue was full
+// and it was closed as a slow consumer; the client pulls on reconnect).
+func (s *Server) auditPush(ctx context.Context, c *Conn, m *MsgRef, queued bool) {
+	if s.audit == nil || queued && !s.audit.On(ctx) {
+		return
+	}
+	attrs := []slog.Attr{slog.String("server_msg_id", m.ServerMsgID), slog.String("conversation_id", m.ConversationID),
+		slog.Int64("seq", m.Seq), slog.String("user_id", c.userID), slog.Int("platform_id", c.platformID), slog.String("conn_id", c.id)}
+	if queued {
+		s.audit.OK(ctx, "push", attrs...)
+		return
+	}
+	cause := c.closeCause()
+	if cause == "" {
+		cause = "closing"
+	}
+	s.audit.Fail(ctx, "push", fmt.Errorf("not queued: connection %s", cause), attrs...)
 }
 
 // PushToUsers implements Registry.
@@ -217,11 +243,15 @@ func (s *Server) PushToUsers(ctx context.Context, userIDs []string, f Frame, exc
 }
 
 // PushToConn implements Registry.
-func (s *Server) PushToConn(_ context.Context, userID, connID string, f Frame) bool {
+func (s *Server) PushToConn(ctx context.Context, userID, connID string, f Frame) bool {
 	var buf [8]*Conn
 	for _, c := range s.reg.conns(userID, buf[:0]) {
 		if c.id == connID {
-			return c.Send(f)
+			ok := c.Send(f)
+			if f.msg != nil {
+				s.auditPush(ctx, c, f.msg, ok)
+			}
+			return ok
 		}
 	}
 	return false

@@ -18,6 +18,14 @@ func (r *ring) push(it outbound) {
 	r.size++
 }
 
+// peek returns the oldest item without removing it.
+func (r *ring) peek() (outbound, bool) {
+	if r.size == 0 {
+		return outbound{}, false
+	}
+	return r.buf[r.head], true
+}
+
 func (r *ring) pop() (outbound, bool) {
 	if r.size == 0 {
 		return outbound{}, false

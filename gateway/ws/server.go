@@ -12,9 +12,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/hertz-contrib/websocket"
 	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/time/rate"
 )
 
 // Authenticator checks a handshake token: signature, expiry and revocation.
@@ -50,11 +50,25 @@ type Deps struct {
 	Presence Presence
 	Logger   *slog.Logger
 	Metrics  prometheus.Registerer
+	// Limiter, when set, is the per-user request limit (gateway/limits,
+	// shared with HTTP sends and every instance); every request frame
+	// counts one. nil: no limit.
+	Limiter RequestLimiter
 	// OnConnect, when set, runs once per connection after it is
 	// authenticated and registered (pushes to it are delivered), on a
 	// goroutine of its own with the connection's context, which ends when
 	// the connection closes. Offline resend hangs here.
 	OnConnect func(ctx context.Context, c *Conn)
+	// Audit, when set, gets a "push" line per connection a frame tagged
+	// with Frame.WithMsg is queued to (debug) or refused by (warn), with
+	// that connection's user_id, platform_id and conn_id.
+	Audit *domain.Audit
+}
+
+// RequestLimiter counts one request of a user: nil when allowed, else a
+// too_many_requests *wire.Error with RetryAfter (limits.UserRequests).
+type RequestLimiter interface {
+	AllowRequest(ctx context.Context, userID string) error
 }
 
 // Server is the WebSocket gateway of one process: handshake handler,
@@ -65,8 +79,10 @@ type Server struct {
 	tokens   TokenChecker
 	presence Presence
 	onConn   func(ctx context.Context, c *Conn)
+	audit    *domain.Audit
 	log      *slog.Logger
 	metrics  *metrics
+	limiter  RequestLimiter
 	upgrader websocket.HertzUpgrader
 	reg      *registry
 	base     context.Context
@@ -110,19 +126,17 @@ func New(cfg configs.WS, deps Deps) (*Server, error) {
 		log.Warn("ws.presence_ttl should exceed ws.ping_interval: presence is refreshed once per ping interval",
 			"presence_ttl", cfg.PresenceTTL, "ping_interval", cfg.PingInterval)
 	}
-	newLimiter := func() *rate.Limiter { return nil }
-	if cfg.RateLimit > 0 {
-		newLimiter = func() *rate.Limiter { return rate.NewLimiter(rate.Limit(cfg.RateLimit), cfg.RateBurst) }
-	}
 	s := &Server{
 		cfg:      cfg,
 		auth:     deps.Auth,
 		tokens:   deps.Tokens,
 		presence: deps.Presence,
 		onConn:   deps.OnConnect,
+		audit:    deps.Audit,
 		log:      log,
 		metrics:  m,
-		reg:      newRegistry(cfg.LoginPolicy, newLimiter),
+		limiter:  deps.Limiter,
+		reg:      newRegistry(cfg.LoginPolicy),
 		handlers: make(map[int]HandlerFunc),
 	}
 	s.base, s.stop = context.WithCancel(context.Background())
@@ -194,7 +208,7 @@ func (s *Server) shuttingDown() bool {
 }
 
 // Shutdown refuses new upgrades (503 server_busy), closes every connection
-// with 1001 going away, and waits until all sessions ended or ctx is done
+// with 1012 service restart, and waits until all sessions ended or ctx is done
 // (remaining connections are then closed at once and ctx's error returned).
 // Call it before closing Redis: sessions remove their presence on the way out.
 func (s *Server) Shutdown(ctx context.Context) error {
@@ -202,7 +216,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutdown = true
 	s.mu.Unlock()
 	for _, c := range s.reg.all() {
-		c.closeWith("shutdown", Frame{}, CloseGoingAway, "server_shutdown")
+		c.closeWith("shutdown", Frame{}, CloseServiceRestart, "server_shutdown")
 	}
 	done := make(chan struct{})
 	go func() {

@@ -29,7 +29,7 @@ func (s *Server) serve(c *Conn, wc *websocket.Conn) {
 		return
 	}
 	defer s.sessions.Done()
-	s.run(c, wc)
+	s.run(c, wsTransport{wc})
 }
 
 // run is serve's body, kept apart so tests can drive a session over a fake
@@ -47,7 +47,7 @@ func (s *Server) run(c *Conn, t transport) {
 	}
 	if s.shuttingDown() {
 		// Shutdown may have listed the registry before c was in it.
-		c.closeWith("shutdown", Frame{}, CloseGoingAway, "server_shutdown")
+		c.closeWith("shutdown", Frame{}, CloseServiceRestart, "server_shutdown")
 	}
 	s.metrics.conns.Inc()
 	s.markOnline(c)
@@ -134,10 +134,6 @@ func (c *Conn) readLoop() string {
 
 // handleFrame answers one inbound frame.
 func (c *Conn) handleFrame(mt int, msg []byte) {
-	if lim := c.user.limiter; lim != nil && !lim.Allow() {
-		c.gateClose(wire.NewError(wire.ReasonTooManyRequests, "per-user rate limit (ws.rate_limit) exceeded"))
-		return
-	}
 	if mt != websocket.TextMessage {
 		e := wire.NewError(wire.ReasonBadRequest, "binary frames are not supported; send JSON text frames")
 		c.Send(errorFrame(e))
@@ -147,7 +143,14 @@ func (c *Conn) handleFrame(mt int, msg []byte) {
 		c.Send(appPong)
 		return
 	}
-	o := c.s.dispatch(c.ctx, c, msg)
+	// Every request counts against the user's limit, shared with HTTP
+	// sends and other instances; a refused request is answered under its
+	// own req_identifier with retry_after_ms and the connection stays.
+	var refused error
+	if c.s.limiter != nil {
+		refused = c.s.limiter.AllowRequest(c.ctx, c.userID)
+	}
+	o := c.s.dispatch(c.ctx, c, msg, refused)
 	f := c.s.encodeOutcome(o)
 	if o.gate {
 		c.closeWith(string(o.reason), f, ClosePolicyViolation, string(o.reason))

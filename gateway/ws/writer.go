@@ -24,13 +24,7 @@ type outbound struct {
 }
 
 // pendingLocked counts the frames queued or being written.
-func (c *Conn) pendingLocked() int {
-	n := c.q.len()
-	if c.inflight {
-		n++
-	}
-	return n
-}
+func (c *Conn) pendingLocked() int { return c.q.len() + c.inflight }
 
 // push queues it without blocking. A full queue (ws.send_queue frames
 // pending) closes the connection as a slow consumer: the publisher moves on
@@ -65,52 +59,102 @@ func (c *Conn) startWriterLocked() {
 	go c.writeLoop()
 }
 
-// writeLoop writes queued items in order, each with ws.write_timeout as its
-// deadline, until the queue is empty. A failed write closes the connection
-// (the client reconnects and pulls).
+// Bounds of one coalesced write: the writer takes at most this many queued
+// items (and data frames of at most batchBytes in all) per wakeup.
+const (
+	batchItems = 64
+	batchBytes = 64 << 10
+)
+
+// writeLoop writes queued items in order until the queue is empty. Each
+// wakeup takes everything queued (up to batchItems / batchBytes) and writes
+// consecutive data frames with one system call, as nats-server's flush loop
+// does: under load a connection's ACK, ACK(saved) push and delivery pushes
+// share a write instead of paying one each. Every write has ws.write_timeout
+// as its deadline; a failed write closes the connection (the client
+// reconnects and pulls).
 func (c *Conn) writeLoop() {
 	defer c.writer.Done()
+	var batch [batchItems]outbound
+	texts := make([][]byte, 0, batchItems)
 	for {
 		c.mu.Lock()
-		it, ok := c.q.pop()
-		if !ok || c.dead {
-			c.writing, c.inflight = false, false
+		n, size := 0, 0
+		for n < batchItems && !c.dead {
+			it, ok := c.q.peek()
+			if !ok || (n > 0 && size+len(it.frame.data) > batchBytes) {
+				break
+			}
+			c.q.pop()
+			batch[n] = it
+			size += len(it.frame.data)
+			n++
+		}
+		if n == 0 || c.dead {
+			c.writing, c.inflight = false, 0
 			c.mu.Unlock()
+			clear(batch[:n])
 			return
 		}
-		c.inflight = true
+		c.inflight = n
 		c.mu.Unlock()
 
-		err := c.write(it)
+		frames, err := c.writeBatch(batch[:n], texts)
+		clear(batch[:n]) // drop the frame references for the GC
 
 		c.mu.Lock()
-		c.inflight = false
+		c.inflight = 0
 		c.checkHighWaterLocked()
 		c.mu.Unlock()
+		c.s.metrics.framesOut.Add(float64(frames))
 		if err != nil {
 			c.fail("write_error")
 			continue // the next iteration sees dead and exits
 		}
-		if it.kind == kindData {
-			c.s.metrics.framesOut.Inc()
-		}
 	}
 }
 
-func (c *Conn) write(it outbound) error {
+// writeBatch writes items in order: each run of data frames with one
+// WriteTexts, control frames one by one. texts is scratch space. It returns
+// how many data frames were written.
+func (c *Conn) writeBatch(items []outbound, texts [][]byte) (frames int, err error) {
 	deadline := time.Now().Add(c.s.cfg.WriteTimeout)
+	texts = texts[:0]
+	defer clear(texts[:cap(texts)])
+	flush := func() error {
+		if len(texts) == 0 {
+			return nil
+		}
+		err := c.t.WriteTexts(texts, deadline)
+		if err == nil {
+			frames += len(texts)
+		}
+		texts = texts[:0]
+		return err
+	}
+	for _, it := range items {
+		if it.kind == kindData {
+			texts = append(texts, it.frame.data)
+			continue
+		}
+		if err := flush(); err != nil {
+			return frames, err
+		}
+		if err := c.writeControl(it, deadline); err != nil {
+			return frames, err
+		}
+	}
+	return frames, flush()
+}
+
+func (c *Conn) writeControl(it outbound, deadline time.Time) error {
 	switch it.kind {
 	case kindPing:
 		return c.t.WriteControl(websocket.PingMessage, nil, deadline)
 	case kindPong:
 		return c.t.WriteControl(websocket.PongMessage, it.payload, deadline)
-	case kindClose:
-		return c.t.WriteControl(websocket.CloseMessage, it.payload, deadline)
 	default:
-		if err := c.t.SetWriteDeadline(deadline); err != nil {
-			return err
-		}
-		return c.t.WriteMessage(websocket.TextMessage, it.frame.data)
+		return c.t.WriteControl(websocket.CloseMessage, it.payload, deadline)
 	}
 }
 

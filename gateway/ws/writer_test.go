@@ -25,6 +25,7 @@ import (
 type fakeTransport struct {
 	mu      sync.Mutex
 	written []string // "data <json>", "ping", "pong", "close <code> <text>"
+	batches []int    // frames per WriteTexts call
 	hold    chan struct{}
 	closed  chan struct{}
 	once    sync.Once
@@ -69,12 +70,16 @@ func (f *fakeTransport) writes() []string {
 	return append([]string(nil), f.written...)
 }
 
-func (f *fakeTransport) SetWriteDeadline(time.Time) error { return nil }
-func (f *fakeTransport) WriteMessage(_ int, data []byte) error {
+func (f *fakeTransport) WriteTexts(texts [][]byte, _ time.Time) error {
 	if err := f.wait(); err != nil {
 		return err
 	}
-	f.record("data " + string(data))
+	f.mu.Lock()
+	f.batches = append(f.batches, len(texts))
+	f.mu.Unlock()
+	for _, data := range texts {
+		f.record("data " + string(data))
+	}
 	return nil
 }
 func (f *fakeTransport) WriteControl(mt int, data []byte, _ time.Time) error {

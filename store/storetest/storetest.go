@@ -150,22 +150,24 @@ func Redis(t testing.TB) (*redis.Client, string) {
 	return rdb, prefix
 }
 
-// DeletePrefix deletes every key that starts with prefix + ":".
+// DeletePrefix deletes every key that starts with prefix + ":", on every
+// master of a Redis Cluster.
 func DeletePrefix(rdb redis.UniversalClient, prefix string) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// The shared test Redis holds every helper's keys: a SCAN of it can take
+	// long on a loaded machine, and a cut-short scan leaves keys behind.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	iter := rdb.Scan(ctx, 0, prefix+":*", 10000).Iterator()
-	var keys []string
-	for iter.Next(ctx) {
-		if k := iter.Val(); strings.HasPrefix(k, prefix+":") {
-			keys = append(keys, k)
+	_ = store.ForEachMaster(ctx, rdb, func(ctx context.Context, node redis.UniversalClient) error {
+		iter := node.Scan(ctx, 0, prefix+":*", 10000).Iterator()
+		var keys []string
+		for iter.Next(ctx) {
+			if k := iter.Val(); strings.HasPrefix(k, prefix+":") {
+				keys = append(keys, k)
+			}
 		}
-	}
-	for len(keys) > 0 {
-		n := min(len(keys), 500)
-		for _, k := range keys[:n] {
-			rdb.Del(ctx, k)
+		for _, k := range keys {
+			node.Del(ctx, k)
 		}
-		keys = keys[n:]
-	}
+		return nil
+	})
 }

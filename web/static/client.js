@@ -14,8 +14,14 @@ import { GroupMethods } from './groups.js';
 export const PAGE = 50;
 /** PULL_LIMIT is the most seqs one pull returns (the server clamps at 100). */
 const PULL_LIMIT = 100;
+/** PENDING_RETRY_MS: how long after a page stopped at an in-flight seq the fill looks again. */
+const PENDING_RETRY_MS = 1000;
 /** ACK_DELAY coalesces the ACKs of a burst into one frame per conversation. */
 const ACK_DELAY = 150;
+
+/** Typing: sent at most every TYPING_EVERY_MS while typing; shown for TYPING_SHOWN_MS after the last. */
+const TYPING_EVERY_MS = 3000;
+const TYPING_SHOWN_MS = 5000;
 
 /** Client is one signed-in user's chat state and connection. */
 export class Client {
@@ -26,6 +32,8 @@ export class Client {
     this.groups = new Map(); // group_id → group JSON
     this.members = new Map(); // group_id → [member JSON]
     this.users = new Map(); // user_id → profile (nickname)
+    this.typists = new Map(); // conversation_id → Map(user_id → expiry ms)
+    this.typingSentAt = 0;
     this.current = null;
     this.listeners = new Set();
     this.notices = [];
@@ -34,6 +42,7 @@ export class Client {
     this.unsupported = new Set(); // features the server does not offer (unknown_request / not_found)
     this.ackTimers = new Map();
     this.filling = new Map();
+    this.fillRetries = new Map(); // conversation_id → timer of a fill retried after a "not yet" page
     this.changeQueued = false;
     this.conn = new Connection(() => this.api.session.token, () => this.me, {
       open: () => this.onOpen(),
@@ -56,6 +65,7 @@ export class Client {
     document.removeEventListener('visibilitychange', this.onVisible);
     this.conn.stop();
     for (const t of this.ackTimers.values()) clearTimeout(t);
+    for (const t of this.fillRetries.values()) clearTimeout(t);
   }
 
   /** tokenRefreshed reconnects with the new token (the old one's sockets are closed by the server). */
@@ -152,6 +162,46 @@ export class Client {
     return u && u.nickname && u.nickname !== c.peerID ? `${u.nickname} (${c.peerID})` : c.peerID;
   }
 
+  /**
+   * nameOf is how a user is shown: their nickname once known (fetched on
+   * first sight), else their ID. "you" for the signed-in user.
+   */
+  nameOf(id) {
+    if (!id) return '';
+    if (id === this.me) return 'you';
+    const u = this.users.get(id);
+    if (!u) this.ensureUser(id);
+    return u && u.nickname ? u.nickname : id;
+  }
+
+  /** onTyping applies a 2103 push: user is (not) typing in a conversation. */
+  onTyping(d) {
+    if (!d.conversation_id || !d.user_id || d.user_id === this.me) return;
+    let m = this.typists.get(d.conversation_id);
+    if (!m) this.typists.set(d.conversation_id, (m = new Map()));
+    if (d.typing) m.set(d.user_id, Date.now() + TYPING_SHOWN_MS);
+    else m.delete(d.user_id);
+    this.changed();
+    if (d.typing) setTimeout(() => this.changed(), TYPING_SHOWN_MS + 50);
+  }
+
+  /** typingIn lists who is typing in c now (nicknames). */
+  typingIn(c) {
+    const m = c && this.typists.get(c.id);
+    if (!m) return [];
+    const now = Date.now();
+    return [...m].filter(([, until]) => until > now).map(([id]) => this.nameOf(id));
+  }
+
+  /** typingNow tells the conversation's members the user is typing (at most every TYPING_EVERY_MS). */
+  typingNow() {
+    const c = this.current;
+    const now = Date.now();
+    if (!c || c.left || c.dismissed || now - this.typingSentAt < TYPING_EVERY_MS) return;
+    this.typingSentAt = now;
+    this.conn.request(Req.TYPING, { conversation_id: c.id, typing: true }).catch(() => {});
+  }
+
   async ensureUser(id) {
     if (!id || this.users.has(id)) return;
     this.users.set(id, { user_id: id });
@@ -228,7 +278,10 @@ export class Client {
     const res = await this.pull(c, { end_seq: end, limit: PAGE });
     const msgs = res.messages || [];
     this.take(c, msgs, false);
-    if (msgs.length === 0 || msgs[0].seq <= Math.max(res.min_seq || 1, 1)) c.allEarlier = true;
+    // A page stops at a seq that is accepted but not saved yet
+    // (pending_seqs): there is more below it, "not yet" readable.
+    const notYet = (res.pending_seqs || []).length > 0;
+    if (!notYet && (msgs.length === 0 || msgs[0].seq <= Math.max(res.min_seq || 1, 1))) c.allEarlier = true;
     this.changed();
   }
 
@@ -274,7 +327,14 @@ export class Client {
           const before = c.hi;
           const res = await this.pull(c, { begin_seq: c.hi + 1, limit: PULL_LIMIT });
           this.take(c, res.messages || [], true);
-          if (c.hi === before) break; // nothing saved there yet; a push or the next sync brings it
+          if (c.hi === before) {
+            // Nothing saved there yet: the page stopped at a seq still in
+            // flight (pending_seqs, "not yet"; a placeholder would be
+            // "never"). Its push or the next sync brings it; look again
+            // in a second in case both were missed.
+            if ((res.pending_seqs || []).length) this.retryFill(c);
+            break;
+          }
         }
       } catch (err) {
         if (!(err instanceof RequestError && err.reason === 'disconnected')) this.notice(`Could not load messages: ${err.message}`, 'error');
@@ -286,6 +346,15 @@ export class Client {
     })();
     this.filling.set(c.id, job);
     return job.done;
+  }
+
+  /** retryFill fills c again after PENDING_RETRY_MS, once at a time. */
+  retryFill(c) {
+    if (this.fillRetries.has(c.id)) return;
+    this.fillRetries.set(c.id, setTimeout(() => {
+      this.fillRetries.delete(c.id);
+      if (c.gap() || c.maxSeq > c.hi) this.fill(c, c.maxSeq);
+    }, PENDING_RETRY_MS));
   }
 
   /** take holds pulled or pushed messages; live marks them as new arrivals (unread, mentions). */

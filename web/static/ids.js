@@ -11,6 +11,7 @@ export const Req = Object.freeze({
   MAX_READ_SEQ: 1006,
   ACK: 1101,
   REVOKE: 1102,
+  TYPING: 1103,
 });
 
 /** Push identifiers (server → client). */
@@ -19,6 +20,7 @@ export const Push = Object.freeze({
   KICK: 2002,
   ACK: 2101,
   GROUP_NOTIFY: 2102,
+  TYPING: 2103,
   ERROR: 3001,
 });
 

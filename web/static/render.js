@@ -46,14 +46,14 @@ export function messageKey(m, me) {
 }
 
 function names(ids, client) {
-  return (ids || []).map((id) => (id === client.me ? 'you' : id)).join(', ');
+  return (ids || []).map((id) => client.nameOf(id)).join(', ');
 }
 
 /** notificationText is a group notification (msg_type 1501–1509) in words. */
 export function notificationText(m, client) {
   const n = notificationBody(m) || {};
   const op = n.op_user_id || m.sender_id;
-  const who = op === client.me ? 'You' : op;
+  const who = op === client.me ? 'You' : client.nameOf(op);
   const about = names(n.user_ids, client);
   const groupName = n.group && n.group.name ? `“${n.group.name}”` : 'the group';
   switch (m.msg_type) {
@@ -80,7 +80,7 @@ export function preview(m, client) {
   if (m.status === 'revoked') return 'Message recalled';
   if (isNotification(m)) return notificationText(m, client);
   const text = (m.content && m.content.text) || (m.content && (m.content.image || m.content.file) ? '[attachment]' : '');
-  const who = m.sender_id === client.me ? 'You: ' : (m.session_type === 3 || m.group_id ? `${m.sender_id}: ` : '');
+  const who = m.sender_id === client.me ? 'You: ' : (m.session_type === 3 || m.group_id ? `${client.nameOf(m.sender_id)}: ` : '');
   return who + text;
 }
 
@@ -116,7 +116,10 @@ export function renderMessage(li, m, c, client, now) {
   const canRecall = m.seq > 0 && m.status === 'normal' && !isNotification(m) && !c.left && !c.dismissed &&
     ((own && state !== 'sending' && state !== 'failed' && now - (m.send_at || now) < REVOKE_WINDOW_MS) ||
      (!own && role >= 60));
-  const sig = [m.seq, m.status, m.revokedBy, state, readers, m.failReason, canRecall, m.content && m.content.text].join('|');
+  const sender = own ? 'You' : client.nameOf(m.sender_id);
+  const revoker = m.revokedBy ? client.nameOf(m.revokedBy) : '';
+  const sig = [m.seq, m.status, m.revokedBy, state, readers, m.failReason, canRecall, m.content && m.content.text, sender, revoker,
+    isNotification(m) ? notificationText(m, client) : ''].join('|');
   if (li.dataset.sig === sig) return false;
   li.dataset.sig = sig;
   li.replaceChildren();
@@ -136,13 +139,13 @@ export function renderMessage(li, m, c, client, now) {
   li.className = `msg ${own ? 'own' : 'other'}${mentioned ? ' mentioned' : ''}${m.status === 'revoked' ? ' revoked' : ''}`;
   const bubble = el('div', { class: 'bubble' });
   const meta = el('p', { class: 'meta' },
-    el('span', { class: 'sender', text: own ? 'You' : m.sender_id }),
+    el('span', { class: 'sender', text: sender, title: m.sender_id || '' }),
     ' ',
     el('time', { dateTime: m.send_at ? new Date(m.send_at).toISOString() : '', text: timeOf(m.send_at || m.createdAt) }));
   if (mentioned) meta.append(' ', el('span', { class: 'tag', text: '@ you' }));
   bubble.append(meta);
   if (m.status === 'revoked') {
-    const by = m.revokedBy && m.revokedBy !== m.sender_id ? ` by ${m.revokedBy === client.me ? 'you' : m.revokedBy}` : '';
+    const by = m.revokedBy && m.revokedBy !== m.sender_id ? ` by ${revoker}` : '';
     bubble.append(el('p', { class: 'text recalled', text: `${own && !by ? 'You recalled this message' : 'This message was recalled'}${by}` }));
   } else {
     bubble.append(textWithMentions((m.content && m.content.text) || '', m.at_user_ids, client.me));

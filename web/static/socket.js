@@ -24,7 +24,16 @@ export const Timing = {
   pingEvery: 25000,
   pongWait: 10000,
   requestTimeout: 15000,
+  // After a close 1012 (the server restarts) the client reconnects within
+  // this, at a random point, so an instance's clients do not all land on
+  // the next one at the same moment.
+  restartJitter: 1000,
 };
+
+/** restartDelay is the wait before reconnecting after a close 1012 (or 1001). */
+export function restartDelay(rand = Math.random, jitter = Timing.restartJitter) {
+  return Math.round(rand() * jitter);
+}
 
 /**
  * backoffDelay is attempt n's wait: base·2ⁿ capped at max, of which a
@@ -147,6 +156,12 @@ export class Connection {
         this.h.gate(reason, this.gateDetail || '');
         return;
       }
+      if (opened && (e.code === 1012 || e.code === 1001)) {
+        // The instance is shutting down; the load balancer sends the
+        // reconnect to another one: go at once, with jitter.
+        this.scheduleReconnect(restartDelay());
+        return;
+      }
       if (!opened) {
         // A refused handshake looks like any failed connection to a
         // browser: ask whether the token still works before retrying.
@@ -162,8 +177,7 @@ export class Connection {
     };
   }
 
-  scheduleReconnect() {
-    const wait = backoffDelay(this.attempt++);
+  scheduleReconnect(wait = backoffDelay(this.attempt++)) {
     this.setState('waiting', { retryIn: wait });
     clearTimeout(this.timer);
     this.timer = setTimeout(() => this.connectNow(), wait);

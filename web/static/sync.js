@@ -88,14 +88,22 @@ export const SyncMethods = {
   },
 
   async loadGroups() {
-    let data;
-    try {
-      data = await this.api.get('/group/list');
-    } catch (err) {
-      if (err.reason === 'not_found') this.unsupported.add('groups');
-      return;
+    const all = [];
+    // Pages of 500, following next_cursor ("" after the last page).
+    let cursor = '';
+    for (let pages = 0; pages < 100; pages++) {
+      let data;
+      try {
+        data = await this.api.get(`/group/list?limit=500${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      } catch (err) {
+        if (err.reason === 'not_found') this.unsupported.add('groups');
+        return;
+      }
+      all.push(...(data.groups || []));
+      cursor = data.next_cursor || '';
+      if (!cursor) break;
     }
-    for (const g of data.groups || []) {
+    for (const g of all) {
       this.groups.set(g.group_id, g);
       const c = this.conv(groupConversationID(g.group_id));
       c.dismissed = g.status === 'dismissed';
@@ -106,17 +114,25 @@ export const SyncMethods = {
   /** loadNewestSeqs reads every conversation's {max_seq, min_seq, read_seq, delivered_seq} (WS 1001). */
   async loadNewestSeqs() {
     if (this.unsupported.has('newest')) return;
-    let data;
-    try {
-      data = await this.conn.request(Req.NEWEST_SEQ, {});
-    } catch (err) {
-      if (err.reason === 'unknown_request') {
-        this.unsupported.add('newest');
-        return;
+    const entries = [];
+    // Pages of 1,000, following next_cursor ("" after the last page).
+    let cursor = '';
+    for (let pages = 0; pages < 100; pages++) {
+      let data;
+      try {
+        data = await this.conn.request(Req.NEWEST_SEQ, cursor ? { cursor, limit: 1000 } : { limit: 1000 });
+      } catch (err) {
+        if (err.reason === 'unknown_request') {
+          this.unsupported.add('newest');
+          return;
+        }
+        throw err;
       }
-      throw err;
+      entries.push(...newestEntries(data));
+      cursor = data.next_cursor || '';
+      if (!cursor) break;
     }
-    for (const [id, s] of newestEntries(data)) {
+    for (const [id, s] of entries) {
       const c = this.conv(id);
       c.maxSeq = Math.max(c.maxSeq, s.max_seq || 0);
       if (s.min_seq) c.minSeq = s.min_seq;
@@ -130,6 +146,7 @@ export const SyncMethods = {
     switch (f.req_identifier) {
       case Push.MSG: return this.onMessage(d);
       case Push.ACK: return this.onAckPush(d);
+      case Push.TYPING: return this.onTyping(d);
       case Push.GROUP_NOTIFY: {
         const c = this.conv(d.conversation_id);
         c.maxSeq = Math.max(c.maxSeq, d.max_seq || 0);

@@ -116,7 +116,7 @@ export class View {
       this.sendFromComposer();
     }, opts);
     input.addEventListener('keydown', (e) => this.composerKey(e), opts);
-    input.addEventListener('input', () => this.updateMentions(), opts);
+    input.addEventListener('input', () => { this.updateMentions(); if (input.value) this.client.typingNow(); }, opts);
     $('mention-list').addEventListener('mousedown', (e) => {
       const li = e.target.closest('li[data-user]');
       if (!li) return;
@@ -385,6 +385,8 @@ export class View {
     } else if (has) {
       sub = `User ID ${conv.peerID}`;
     }
+    const typing = has ? c.typingIn(conv) : [];
+    if (typing.length) sub = `${typing.join(', ')} ${typing.length === 1 ? 'is' : 'are'} typing…`;
     $('chat-sub').textContent = sub;
     $('pin').hidden = !has || c.unsupported.has('list');
     $('pin').textContent = has && conv.pinned ? 'Unpin' : 'Pin';

@@ -1,0 +1,150 @@
+package app
+
+import (
+	"context"
+
+	"github.com/cloudwego/hertz/pkg/app"
+	"github.com/hertz-contrib/cors"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/gateway/group"
+	"github.com/nexo-im/nexo/gateway/presence"
+	"github.com/nexo-im/nexo/gateway/serverapi"
+	"github.com/nexo-im/nexo/gateway/webhook"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/workers"
+)
+
+// buildExternalJWT lets the verifier accept app-signed tokens
+// (auth.external_jwt); the JWKS cache lives until the process stops.
+func (a *App) buildExternalJWT() error {
+	cfg := a.cfg.Auth.ExternalJWT
+	if !cfg.Enabled {
+		return nil
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	ext, err := auth.NewExternal(ctx, cfg, a.tokens, a.users, a.log)
+	if err != nil {
+		cancel()
+		return err
+	}
+	a.add(component{name: "jwks cache", stop: func(context.Context) error { cancel(); return nil }})
+	a.verifier.UseExternal(ext)
+	return nil
+}
+
+// corsMiddleware answers cross-origin requests and preflights for
+// http.cors.allowed_origins, else ws.allowed_origins (one default for both
+// checks); with neither set it is nil and browsers keep to the same origin.
+func corsMiddleware(cfg configs.Config) app.HandlerFunc {
+	c := cfg.HTTP.CORS
+	origins := c.AllowedOrigins
+	if len(origins) == 0 {
+		origins = cfg.WS.AllowedOrigins
+	}
+	if len(origins) == 0 {
+		return nil
+	}
+	cc := cors.Config{AllowMethods: c.AllowedMethods, AllowHeaders: c.AllowedHeaders, MaxAge: c.MaxAge, AllowWebSockets: true}
+	for _, o := range origins {
+		if o == "*" {
+			cc.AllowAllOrigins = true
+		}
+	}
+	if !cc.AllowAllOrigins {
+		cc.AllowOrigins = origins
+	}
+	return cors.New(cc)
+}
+
+// hubSessions adapts the WebSocket hub to serverapi.Sessions.
+type hubSessions struct{ a *App }
+
+// Disconnect ends the sessions on every instance (the cluster router).
+func (h hubSessions) Disconnect(userID string, platformID int, jti string) {
+	h.a.router.RevokeSession(context.Background(), userID, platformID, jti)
+}
+
+// webhooks is what buildWebhooks made; every field is nil when its
+// events are off.
+type webhooks struct {
+	emitter *webhook.Emitter
+	before  *webhook.BeforeSend
+	client  *webhook.Client
+	async   bool // an asynchronous event is enabled
+}
+
+func (h webhooks) workerAfter() workers.AfterSave {
+	if h.emitter == nil {
+		return nil
+	}
+	return h.emitter
+}
+
+func (h webhooks) chatAfter() chat.AfterSave {
+	if h.emitter == nil {
+		return nil
+	}
+	return h.emitter
+}
+
+func (h webhooks) beforeSend() chat.SendHook {
+	if h.before == nil {
+		return nil
+	}
+	return h.before
+}
+
+// buildWebhooks builds the before_send hook and the event emitter and
+// registers the deliverer (docs/webhooks.md).
+func (a *App) buildWebhooks() webhooks {
+	cfg := a.cfg.Webhooks
+	var h webhooks
+	if len(cfg.Events) == 0 {
+		return h
+	}
+	h.client = webhook.NewClient(cfg.Secret, a.metrics)
+	if url := cfg.EventURL(configs.EventBeforeSend); url != "" {
+		h.before = webhook.NewBeforeSend(h.client, url, cfg.BeforeSend, a.metrics, a.log)
+	}
+	for _, ev := range cfg.Events {
+		h.async = h.async || (ev != configs.EventBeforeSend && cfg.EventURL(ev) != "")
+	}
+	if !h.async {
+		return h
+	}
+	keys := webhook.NewKeys(a.cfg.Redis.KeyPrefix)
+	h.emitter = webhook.NewEmitter(a.rdb, keys, cfg, nil, a.log)
+	d := webhook.NewDeliverer(a.rdb, keys, a.consumerName(), cfg, h.client, a.metrics, a.log)
+	a.add(component{name: "webhook deliverer", run: d.Run})
+	return h
+}
+
+// buildIntegration wires presence, typing, offline push and the server
+// API (issue 14).
+func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *store.ConversationRepo) {
+	sessions := store.NewSessions(a.rdb, a.keys, a.consumerName(), a.cfg.WS.PresenceTTL)
+	pres := presence.NewService(sessions, store.NewContacts(a.db), a.log)
+	a.server.Route("GET", "/user/presence", pres.HandleUser, true)
+	var events presence.Events
+	if hooks.emitter != nil {
+		events = hooks.emitter
+		if hooks.emitter.Enabled(configs.EventOfflinePush) {
+			off := webhook.NewOfflinePush(webhook.OfflineDeps{Config: a.cfg.Webhooks.OfflinePush, Presence: sessions,
+				Members: members, Convs: convs, Nicknames: a.users, Log: a.log})
+			off.SetEmitter(hooks.emitter)
+			hooks.emitter.SetOffline(off)
+			a.add(component{name: "offline push", run: off.Run})
+		}
+	}
+	a.realtime = presence.NewRealtime(sessions, events, members, a.router, a.cfg.WS.PingInterval, a.log)
+	a.realtime.Register(a.ws)
+
+	serverapi.New(serverapi.Deps{
+		Keys: a.cfg.ServerAPI.Keys, Users: a.users, Tokens: a.tokens, Issuer: a.issuer, Passwords: a.passwords,
+		Sessions: hubSessions{a}, Chat: a.chat, Groups: a.groups, Presence: pres.HandleAPI,
+		SystemUserID: "system", MaxBody: a.cfg.HTTP.MaxBodyBytes, Log: a.log,
+	}).Register(a.server)
+}

@@ -1,0 +1,24 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestHelpListsEveryCommand: `nexo-bench --help` (run's flags) and
+// `nexo-bench help` both name suite and summarize (issue 15 item 17).
+func TestHelpListsEveryCommand(t *testing.T) {
+	for _, args := range [][]string{{"--help"}, {"help"}, {"run", "-h"}} {
+		var out, errOut strings.Builder
+		if code := cli(context.Background(), args, &out, &errOut); code != exitOK {
+			t.Fatalf("%v: exit %d", args, code)
+		}
+		text := out.String() + errOut.String()
+		for _, want := range []string{"suite", "summarize", "run"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%v: output lacks %q:\n%s", args, want, text)
+			}
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
+)
+
+type everyone struct{}
+
+func (everyone) Existing(_ context.Context, ids []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for _, id := range ids {
+		out[id] = true
+	}
+	return out, nil
+}
+
+// freshAccepter issues seq 7 and remembers nothing (Redis lost the record).
+type freshAccepter struct{}
+
+func (freshAccepter) Accept(context.Context, streams.AcceptRequest) (streams.Accepted, error) {
+	return streams.Accepted{Seq: 7}, nil
+}
+func (freshAccepter) Retire(context.Context, string, int64) error { return nil }
+func (freshAccepter) MarkSaved(context.Context, *domain.Message, int64) error {
+	return nil
+}
+
+// savedBefore finds every message already in the database at seq 3.
+type savedBefore struct{}
+
+func (savedBefore) SaveBatch(_ context.Context, msgs []domain.Message) ([]store.SaveResult, error) {
+	orig := msgs[0]
+	orig.ServerMsgID, orig.Seq = "original", 3
+	return []store.SaveResult{{Outcome: store.Duplicate, Original: orig}}, nil
+}
+
+type noFanout struct{}
+
+func (noFanout) Deliver(*domain.Message, string) {}
+
+// TestSyncPathCountsDuplicatesFoundInTheDatabase: a synchronous send whose
+// insert meets the original (uk_sender_client_msg) is answered with the
+// original and counted in nexo_send_duplicates_in_database_total (issue 15
+// item 4).
+func TestSyncPathCountsDuplicatesFoundInTheDatabase(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := NewService(Deps{Mode: NewMode(configs.TwoPhase{}), Msg: configs.Default().Msg, Accepter: freshAccepter{},
+		Saver: savedBefore{}, Users: everyone{}, Fanout: noFanout{}, Log: slog.New(slog.DiscardHandler), Registry: reg})
+	ack, err := s.Send(context.Background(), Origin{UserID: "alice"}, SendRequest{ClientMsgID: "dup-1",
+		SessionType: int(domain.SessionSingle), RecvID: "bob", MsgType: int(domain.MsgText), Content: ContentJSON{Text: "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack.ServerMsgID != "original" || ack.Seq != 3 || ack.AckType != string(domain.AckSaved) {
+		t.Fatalf("ack %+v, want the original's", ack)
+	}
+	if n := testutil.ToFloat64(s.metrics.dbDuplicates); n != 1 {
+		t.Fatalf("nexo_send_duplicates_in_database_total = %v, want 1", n)
+	}
+}
+
+// brokenSaver fails every save.
+type brokenSaver struct{}
+
+func (brokenSaver) SaveBatch(context.Context, []domain.Message) ([]store.SaveResult, error) {
+	return nil, errors.New("database gone")
+}
+
+// TestFailedSendWritesAckAuditLine: a send that fails after validation
+// writes a warn "ack" line with the message's keys, the sender, its
+// platform and its connection (issue 15 item 3).
+func TestFailedSendWritesAckAuditLine(t *testing.T) {
+	var logs strings.Builder
+	audit := domain.NewAudit(slog.New(slog.NewJSONHandler(&logs, nil)), "i-3", 10, 10)
+	s := NewService(Deps{Mode: NewMode(configs.TwoPhase{}), Msg: configs.Default().Msg, Accepter: freshAccepter{},
+		Saver: brokenSaver{}, Users: everyone{}, Fanout: noFanout{}, Log: slog.New(slog.DiscardHandler), Audit: audit})
+	_, err := s.Send(context.Background(), Origin{UserID: "alice", ConnID: "conn-8", PlatformID: 2}, SendRequest{ClientMsgID: "f-1",
+		SessionType: int(domain.SessionSingle), RecvID: "bob", MsgType: int(domain.MsgText), Content: ContentJSON{Text: "hi"}})
+	if err == nil {
+		t.Fatal("send with the database gone succeeded")
+	}
+	var l map[string]any
+	if err := json.Unmarshal([]byte(logs.String()), &l); err != nil {
+		t.Fatalf("line %q: %v", logs.String(), err)
+	}
+	for k, v := range map[string]any{"level": "WARN", "point": "ack", "result": "failed", "user_id": "alice", "platform_id": 2.0,
+		"conn_id": "conn-8", "conversation_id": domain.SingleConversationID("alice", "bob"), "seq": 7.0, "instance_id": "i-3"} {
+		if l[k] != v {
+			t.Errorf("%s = %v, want %v (line %v)", k, l[k], v, l)
+		}
+	}
+	if id, _ := l["server_msg_id"].(string); id == "" {
+		t.Errorf("no server_msg_id in %v", l)
+	}
+}

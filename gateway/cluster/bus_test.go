@@ -1,0 +1,271 @@
+package cluster
+
+import (
+	"context"
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/store/storetest"
+)
+
+// fakeLocal is an instance's connection registry: users it holds, and what
+// reached them.
+type fakeLocal struct {
+	ws.Registry // unused methods panic
+	mu          sync.Mutex
+	online      map[string]bool
+	got         map[string][]string // user -> frame bytes, in arrival order
+	changed     chan struct{}
+	revoked     []string
+}
+
+func newFakeLocal(users ...string) *fakeLocal {
+	l := &fakeLocal{online: map[string]bool{}, got: map[string][]string{}, changed: make(chan struct{}, 1)}
+	for _, u := range users {
+		l.online[u] = true
+	}
+	return l
+}
+
+func (l *fakeLocal) note() {
+	select {
+	case l.changed <- struct{}{}:
+	default:
+	}
+}
+
+func (l *fakeLocal) PushToUser(_ context.Context, u string, f ws.Frame, _ string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.online[u] {
+		return 0
+	}
+	l.got[u] = append(l.got[u], string(f.Bytes()))
+	l.note()
+	return 1
+}
+
+func (l *fakeLocal) PushToUsers(ctx context.Context, us []string, f ws.Frame, except string) int {
+	n := 0
+	for _, u := range us {
+		n += l.PushToUser(ctx, u, f, except)
+	}
+	return n
+}
+
+func (l *fakeLocal) Online(u string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.online[u]
+}
+
+func (l *fakeLocal) OnlineOf(_ context.Context, us []string) []string {
+	var out []string
+	for _, u := range us {
+		if l.Online(u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+func (l *fakeLocal) RevokeSession(u string, _ int, jti string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.revoked = append(l.revoked, u+"/"+jti)
+	l.note()
+	return 1
+}
+func (l *fakeLocal) KickDisplaced(string, int, time.Time) int                  { return 0 }
+func (l *fakeLocal) DisconnectUser(string, *wire.Error) int                    { return 0 }
+func (l *fakeLocal) LoginPolicy() string                                       { return "single_per_platform" }
+func (l *fakeLocal) ConnCount() int                                            { return 0 }
+func (l *fakeLocal) PushToConn(context.Context, string, string, ws.Frame) bool { return false }
+
+// wait polls cond under the lock until it holds or 5 s pass.
+func (l *fakeLocal) wait(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(60 * time.Second) // generous: a loaded machine
+	for {
+		l.mu.Lock()
+		ok := cond()
+		l.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-l.changed:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+type fakePresence map[string][]string
+
+func (p fakePresence) InstancesOf(_ context.Context, us []string) ([][]string, error) {
+	out := make([][]string, len(us))
+	for i, u := range us {
+		out[i] = p[u]
+	}
+	return out, nil
+}
+
+type fakeMembers struct {
+	self store.Instance
+	live []store.Instance
+}
+
+func (m *fakeMembers) Self() store.Instance          { return m.self }
+func (m *fakeMembers) Incarnation() string           { return store.Incarnation(m.self.ID, m.self.Epoch) }
+func (m *fakeMembers) Live() []store.Instance        { return m.live }
+func (m *fakeMembers) Refresh(context.Context) error { return nil }
+
+// busFactory opens the bus of one instance; the two instances of a test
+// share the backend (and its prefix).
+type busFactory func(t testing.TB, self string) *Bus
+
+func busBackends(t testing.TB) map[string]busFactory {
+	out := map[string]busFactory{}
+	shared := NewGoChannelBus(nil)
+	t.Cleanup(func() { _ = shared.Close() })
+	out["gochannel"] = func(testing.TB, string) *Bus { return shared }
+
+	out["redis"] = func(t testing.TB, self string) *Bus {
+		rdb, _ := storetest.Redis(t)
+		prefix := redisPrefix(t)
+		t.Cleanup(func() { storetest.DeletePrefix(rdb, prefix) })
+		addr := rdb.Options().Addr
+		pub, sub := redis.NewClient(&redis.Options{Addr: addr}), redis.NewClient(&redis.Options{Addr: addr})
+		b, err := NewRedisBus(context.Background(), pub, sub, prefix, self, 1000, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	out["nats"] = func(t testing.TB, self string) *Bus {
+		url := testNATS(t)
+		b, err := NewNATSBus(url, redisPrefix(t), time.Minute, 1000, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}
+	return out
+}
+
+var prefixes sync.Map
+
+// redisPrefix is one key prefix per test, shared by its instances.
+func redisPrefix(t testing.TB) string {
+	p, _ := prefixes.LoadOrStore(t.Name(), storetest.RandomName("bus"))
+	return p.(string)
+}
+
+func testNATS(t testing.TB) string {
+	t.Helper()
+	url := "nats://127.0.0.1:4222"
+	if v := os.Getenv("NEXO_TEST_NATS_URL"); v != "" {
+		url = v
+	}
+	addr := strings.TrimPrefix(url, "nats://")
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("NATS on %s unreachable under CI=true: %v", addr, err)
+		}
+		t.Skipf("NATS on %s unreachable: %v", addr, err)
+	}
+	_ = c.Close()
+	return url
+}
+
+// TestClusterBusInbox: on every backend, pushes for users on another
+// instance arrive there in envelopes of one or more pushes (the outbox),
+// with the frame bytes unchanged and in publish order; session events arrive; an envelope older
+// than inbox_max_age is dropped and counted.
+func TestClusterBusInbox(t *testing.T) {
+	for name, open := range busBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a := &store.Instance{ID: "a", Epoch: 1}
+			b := &store.Instance{ID: "b", Epoch: 2}
+			live := []store.Instance{*a, *b}
+			presence := fakePresence{"u1": {"b#2"}, "u2": {"b#2", "a#1"}, "u3": {"a#1"}}
+			localA, localB := newFakeLocal("u2", "u3"), newFakeLocal("u1", "u2")
+			mk := func(self *store.Instance, l *fakeLocal) *Router {
+				r, err := New(Deps{Local: l, Presence: presence, Members: &fakeMembers{self: *self, live: live},
+					Bus: open(t, self.ID), MaxAge: time.Second})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := r.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				rctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { defer close(done); _ = r.Run(rctx) }()
+				t.Cleanup(func() { cancel(); <-done })
+				return r
+			}
+			ra := mk(a, localA)
+			rb := mk(b, localB)
+
+			const n = 20
+			want := make([]string, n)
+			for i := range n {
+				want[i] = `{"req_identifier":2001,"data":{"seq":` + itoa(i) + `}}`
+				ra.PushToUsers(ctx, []string{"u1", "u2", "u3"}, ws.FrameFromBytes([]byte(want[i])), "")
+			}
+			localB.wait(t, "every frame for u1 and u2 on b", func() bool { return len(localB.got["u1"]) == n && len(localB.got["u2"]) == n })
+			localA.wait(t, "local frames on a", func() bool { return len(localA.got["u2"]) == n && len(localA.got["u3"]) == n })
+			for _, u := range []string{"u1", "u2"} {
+				if !slices.Equal(localB.got[u], want) {
+					t.Fatalf("%s on b got frames out of order or changed", u)
+				}
+			}
+			// The outbox batches: at most one envelope per push, at least one.
+			// (the counter moves after Publish returns, maybe after delivery)
+			sent := ra.m.sent.WithLabelValues(kindPushes)
+			for deadline := time.Now().Add(5 * time.Second); testutilValue(sent) < 1 && time.Now().Before(deadline); {
+				time.Sleep(time.Millisecond) // polling a counter with a deadline
+			}
+			if got := testutilValue(sent); got < 1 || got > n {
+				t.Fatalf("a published %v pushes envelopes for %d pushes to one instance, want 1 to %d", got, n, n)
+			}
+
+			rb.RevokeSession(ctx, "u3", 5, "jti-1")
+			localA.wait(t, "the revocation on a", func() bool { return slices.Contains(localA.revoked, "u3/jti-1") })
+
+			// A stale envelope: dropped on arrival, counted.
+			old := envelope{kind: kindPush, users: []string{"u1"}, payload: []byte(`{"stale":true}`), from: "a#1", at: time.Now().Add(-time.Minute)}
+			if err := ra.bus.Pub.Publish(ra.bus.Topic("b"), old.message()); err != nil {
+				t.Fatal(err)
+			}
+			ra.PushToUsers(ctx, []string{"u1"}, ws.FrameFromBytes([]byte(`{"after":true}`)), "")
+			localB.wait(t, "the frame after the stale one", func() bool { return len(localB.got["u1"]) == n+1 })
+			if slices.Contains(localB.got["u1"], `{"stale":true}`) || testutilValue(rb.m.stale) != 1 {
+				t.Fatalf("stale envelope delivered or not counted (stale=%v)", testutilValue(rb.m.stale))
+			}
+		})
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func testutilValue(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }

@@ -1,0 +1,361 @@
+// Package cluster routes pushes and session events between Nexo instances
+// (docs/cluster.md). Router implements ws.Registry over the local
+// *ws.Server: a push reaches the recipients' connections here directly and
+// goes to every other instance that holds one of them as ONE envelope per
+// target instance per batch, carrying the frame bytes already encoded.
+// Session events (login-policy kicks, revocations, disconnects) are
+// envelopes on the same bus. The bus is watermill (bus.go).
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ThreeDotsLabs/watermill/message"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/store"
+)
+
+// Local is this process's connection registry (*ws.Server).
+type Local interface {
+	ws.Registry
+	OnlineOf(ctx context.Context, userIDs []string) []string
+	RevokeSession(userID string, platformID int, jti string) int
+	KickDisplaced(userID string, platformID int, since time.Time) int
+	DisconnectUser(userID string, e *wire.Error) int
+	LoginPolicy() string
+}
+
+// Presence finds the live instances holding each user's connections, in
+// one round trip (store.Presence with WithLive).
+type Presence interface {
+	InstancesOf(ctx context.Context, userIDs []string) ([][]string, error)
+}
+
+// Members is the cluster membership (store.Membership).
+type Members interface {
+	Self() store.Instance
+	Incarnation() string
+	Live() []store.Instance
+	Refresh(ctx context.Context) error
+}
+
+// Deps are the Router's collaborators; all are required but Log and
+// Metrics.
+type Deps struct {
+	Local    Local
+	Presence Presence
+	Members  Members
+	Bus      *Bus
+	// MaxAge is cluster.inbox_max_age: older envelopes are dropped.
+	MaxAge  time.Duration
+	Log     *slog.Logger
+	Metrics prometheus.Registerer
+}
+
+// Router is the cluster's ws.Registry. Guarantees beyond ws.Registry's:
+// frames to one user from one goroutine keep their order across instances
+// (one inbox per instance, read in publish order); an instance that holds
+// none of a batch's recipients gets nothing; while this instance is the
+// only live one no Redis is read on the push path.
+type Router struct {
+	local    Local
+	presence Presence
+	members  Members
+	bus      *Bus
+	maxAge   time.Duration
+	log      *slog.Logger
+	m        *metrics
+	inbox    <-chan *message.Message
+	out      chan pushItem // the outbox (outbox.go)
+}
+
+var _ ws.Registry = (*Router)(nil)
+
+// New builds the router. Call Start before serving, then Run.
+func New(d Deps) (*Router, error) {
+	if d.Local == nil || d.Presence == nil || d.Members == nil || d.Bus == nil {
+		return nil, errors.New("cluster.New: Local, Presence, Members and Bus are required")
+	}
+	log := d.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(d.Metrics)
+	if err != nil {
+		return nil, err
+	}
+	return &Router{local: d.Local, presence: d.Presence, members: d.Members, bus: d.Bus, maxAge: d.MaxAge, log: log, m: m,
+		out: make(chan pushItem, outboxSize)}, nil
+}
+
+// Start subscribes to this instance's inbox (every envelope published
+// from now on is received) and tells the other live instances that this
+// one joined, so they route to it at once rather than at their next
+// heartbeat. Call it before serving connections.
+func (r *Router) Start(ctx context.Context) error {
+	topic := r.bus.Topic(r.members.Self().ID)
+	if init, ok := r.bus.Sub.(message.SubscribeInitializer); ok {
+		if err := init.SubscribeInitialize(topic); err != nil && !strings.Contains(err.Error(), "already in use") {
+			return fmt.Errorf("cluster inbox %s: %w", topic, err)
+		}
+	}
+	// The subscription outlives ctx (a start-up context): it ends when the
+	// bus is closed.
+	ch, err := r.bus.Sub.Subscribe(context.WithoutCancel(ctx), topic)
+	if err != nil {
+		return fmt.Errorf("cluster inbox %s: %w", topic, err)
+	}
+	r.inbox = ch
+	r.broadcast(ctx, envelope{kind: kindJoin})
+	return nil
+}
+
+// Run handles inbox envelopes and flushes the outbox until ctx is done or
+// the subscription ends; it returns after publishing what is still queued.
+func (r *Router) Run(ctx context.Context) error {
+	fctx, stopFlush := context.WithCancel(ctx)
+	flushed := make(chan struct{})
+	go func() { r.flushLoop(fctx); close(flushed) }()
+	defer func() { stopFlush(); <-flushed }()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case msg, ok := <-r.inbox:
+			if !ok {
+				return nil
+			}
+			r.handle(ctx, msg)
+			msg.Ack()
+		}
+	}
+}
+
+// alone reports whether this is the only live instance: pushes then stay
+// local without a presence lookup. An instance that joins announces itself
+// (Start) before it serves, so this turns false before anyone connects there.
+func (r *Router) alone() bool {
+	live := r.members.Live()
+	self := r.members.Self()
+	return len(live) == 0 || len(live) == 1 && live[0].ID == self.ID && live[0].Epoch == self.Epoch
+}
+
+// PushToUser implements ws.Registry: local connections now, other
+// instances through their inboxes. The count is the local connections that
+// accepted f plus one per remote instance it was published to.
+func (r *Router) PushToUser(ctx context.Context, userID string, f ws.Frame, exceptConn string) int {
+	return r.PushToUsers(ctx, []string{userID}, f, exceptConn)
+}
+
+// PushToUsers implements ws.Registry: local connections at once, the
+// other instances through the outbox (outbox.go: batched, one presence
+// lookup and one envelope per target instance per flush). The count is the
+// local connections that accepted f, plus one when f was queued for other
+// instances (or, with the outbox full, one per instance it was published
+// to).
+func (r *Router) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int {
+	n := r.local.PushToUsers(ctx, userIDs, f, exceptConn)
+	if r.alone() || len(userIDs) == 0 || f.IsZero() {
+		return n
+	}
+	// The item outlives the call: it keeps its own copy of the users.
+	it := pushItem{users: slices.Clone(userIDs), except: exceptConn, frame: f.Bytes()}
+	if ref, ok := f.Msg(); ok {
+		it.msg = &ref
+	}
+	select {
+	case r.out <- it:
+		return n + 1
+	default: // the outbox is full: route this one now
+		return n + r.route(ctx, userIDs, envelope{kind: kindPush, except: exceptConn, msg: it.msg, payload: it.frame})
+	}
+}
+
+// route publishes e to every other live instance holding any of userIDs,
+// each envelope naming only that instance's users.
+func (r *Router) route(ctx context.Context, userIDs []string, e envelope) int {
+	at, err := r.presence.InstancesOf(ctx, userIDs)
+	if err != nil {
+		r.m.errors.WithLabelValues("presence").Inc()
+		r.log.Warn("cluster: presence lookup failed; remote recipients will catch up by resend and pull", "users", len(userIDs), "err", err)
+		return 0
+	}
+	self := r.members.Incarnation()
+	var targets map[string][]string
+	for i, ins := range at {
+		for _, in := range ins {
+			if in == self {
+				continue
+			}
+			if targets == nil {
+				targets = make(map[string][]string, 2)
+			}
+			targets[in] = append(targets[in], userIDs[i])
+		}
+	}
+	sent := 0
+	for in, users := range targets {
+		id, _, _ := store.ParseIncarnation(in)
+		e.users = users
+		if r.publish(ctx, id, e) {
+			sent++
+		}
+	}
+	return sent
+}
+
+// PushToConn implements ws.Registry for a connection of this instance.
+// Connection IDs are not in presence, so a connection elsewhere is not
+// reached (nothing in Nexo pushes to another instance's connection).
+func (r *Router) PushToConn(ctx context.Context, userID, connID string, f ws.Frame) bool {
+	return r.local.PushToConn(ctx, userID, connID, f)
+}
+
+// Online implements ws.Registry: whether userID has a connection on this
+// instance. OnlineOf answers for the cluster.
+func (r *Router) Online(userID string) bool { return r.local.Online(userID) }
+
+// OnlineOf returns which of userIDs are connected to any live instance, in
+// their order (one presence lookup; none while this instance is alone).
+func (r *Router) OnlineOf(ctx context.Context, userIDs []string) []string {
+	if r.alone() {
+		return r.local.OnlineOf(ctx, userIDs)
+	}
+	at, err := r.presence.InstancesOf(ctx, userIDs)
+	if err != nil {
+		r.m.errors.WithLabelValues("presence").Inc()
+		return r.local.OnlineOf(ctx, userIDs)
+	}
+	var out []string
+	for i, u := range userIDs {
+		if len(at[i]) > 0 || r.local.Online(u) {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// ConnCount implements ws.Registry: this instance's connections.
+func (r *Router) ConnCount() int { return r.local.ConnCount() }
+
+// RevokeSession closes the sessions of a revoked token (logout, refresh,
+// a newer login) on every instance: here at once, elsewhere within the
+// bus latency. platformID <= 0 and jti "" match all, as in ws.Server.
+func (r *Router) RevokeSession(ctx context.Context, userID string, platformID int, jti string) {
+	r.local.RevokeSession(userID, platformID, jti)
+	r.broadcast(ctx, envelope{kind: kindRevoke, users: []string{userID}, platform: platformID, jti: jti})
+}
+
+// DisconnectUser ends every session of userID on every instance with a
+// 3001 frame carrying e and a close 1008 (e.g. an administrator disabled
+// the user). Other instances act within the bus latency (well under 1 s).
+func (r *Router) DisconnectUser(ctx context.Context, userID string, e *wire.Error) {
+	r.local.DisconnectUser(userID, e)
+	r.broadcast(ctx, envelope{kind: kindDisconnect, users: []string{userID}, reason: string(e.Reason), detail: e.Detail})
+}
+
+// SessionStarted applies the login policy across instances for a
+// connection that registered here: the other instances kick what it
+// displaces (2002 kicked, then close). ws.Deps.OnConnect calls it.
+func (r *Router) SessionStarted(ctx context.Context, c *ws.Conn) {
+	if r.local.LoginPolicy() == "multi" || r.alone() {
+		return
+	}
+	r.broadcast(ctx, envelope{kind: kindKick, users: []string{c.UserID()}, platform: c.PlatformID(), since: c.ConnectedAt()})
+}
+
+// broadcast publishes e to every other live instance. Session events are
+// rare, so they skip the presence lookup: a connection whose presence
+// write failed is still reached.
+// The instances are published to in parallel: an event's latency is one
+// publish, not one per instance.
+func (r *Router) broadcast(ctx context.Context, e envelope) {
+	self := r.members.Self()
+	var wg sync.WaitGroup
+	for _, in := range r.members.Live() {
+		if in.ID != self.ID {
+			wg.Go(func() { r.publish(ctx, in.ID, e) })
+		}
+	}
+	wg.Wait()
+}
+
+func (r *Router) publish(ctx context.Context, instanceID string, e envelope) bool {
+	e.at = time.Now()
+	e.from = r.members.Incarnation()
+	msg := e.message()
+	msg.SetContext(ctx)
+	if err := r.bus.Pub.Publish(r.bus.Topic(instanceID), msg); err != nil {
+		r.m.errors.WithLabelValues("publish").Inc()
+		r.log.Warn("cluster: publish failed", "to", instanceID, "kind", e.kind, "err", err)
+		return false
+	}
+	r.m.sent.WithLabelValues(e.kind).Inc()
+	return true
+}
+
+// handle applies one inbox envelope to local connections only.
+func (r *Router) handle(ctx context.Context, msg *message.Message) {
+	e := parseEnvelope(msg)
+	r.m.received.WithLabelValues(e.kind).Inc()
+	if r.maxAge > 0 && time.Since(e.at) > r.maxAge {
+		r.m.stale.Inc()
+		return
+	}
+	switch e.kind {
+	case kindPush: // one push: the outbox's synchronous fallback
+		r.pushLocal(ctx, pushItem{users: e.users, except: e.except, msg: e.msg, frame: e.payload})
+	case kindPushes:
+		items, err := decodePushes(e.payload)
+		if err != nil {
+			r.m.errors.WithLabelValues("decode").Inc()
+			r.log.Warn("cluster: dropped a malformed pushes envelope", "from", e.from, "err", err)
+			return
+		}
+		for _, it := range items {
+			r.pushLocal(ctx, it)
+		}
+	case kindRevoke:
+		for _, u := range e.users {
+			r.local.RevokeSession(u, e.platform, e.jti)
+		}
+	case kindKick:
+		for _, u := range e.users {
+			r.local.KickDisplaced(u, e.platform, e.since)
+		}
+	case kindDisconnect:
+		for _, u := range e.users {
+			r.local.DisconnectUser(u, wire.NewError(wire.Reason(e.reason), e.detail))
+		}
+	case kindJoin:
+		if err := r.members.Refresh(ctx); err != nil {
+			r.log.Warn("cluster: reading live instances after a join failed", "from", e.from, "err", err)
+		}
+	default:
+		r.log.Warn("cluster: unknown envelope kind", "kind", e.kind, "from", e.from)
+	}
+}
+
+// pushLocal hands a push from the inbox to this instance's connections of
+// its users, counting users it found no connection of.
+func (r *Router) pushLocal(ctx context.Context, it pushItem) {
+	f := ws.FrameFromBytes(it.frame)
+	if it.msg != nil {
+		f = f.WithMsg(*it.msg)
+	}
+	for _, u := range it.users {
+		if r.local.PushToUser(ctx, u, f, it.except) == 0 {
+			r.m.noConn.Inc()
+		}
+	}
+}

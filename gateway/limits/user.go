@@ -1,0 +1,53 @@
+package limits
+
+import "context"
+
+// KindUser is the per-user request limit's name (metrics label, key part).
+const KindUser = "user"
+
+// UserRequests is the one per-user request limit (ws.rate_limit,
+// ws.rate_burst) that every WebSocket request and every HTTP send counts
+// against, on every instance: a user cannot get more by reconnecting,
+// opening more connections, switching transport or instance.
+type UserRequests struct {
+	s *Synced
+}
+
+// NewUserRequests returns the per-user limit; perSecond 0 disables it.
+func NewUserRequests(l *Limiter, perSecond float64, burst int) *UserRequests {
+	return &UserRequests{s: NewSynced(l, KindUser, PerSecond(perSecond, burst))}
+}
+
+// AllowRequest counts one request of userID: nil, or too_many_requests
+// with RetryAfter. It asks Redis at most every SyncInterval while the user
+// stays within the limit (Synced): the message hot path pays no round trip
+// per request.
+func (u *UserRequests) AllowRequest(ctx context.Context, userID string) error {
+	if u == nil {
+		return nil
+	}
+	return u.s.Allow(ctx, userID)
+}
+
+// KindGroupInvite is the per-user group invitation limit's name.
+const KindGroupInvite = "group_invite"
+
+// Invites is the per-user limit on users added to groups by someone else
+// (limits.group_invite): every user a /group/invite or /group/create adds
+// counts one, on every instance.
+type Invites struct {
+	l    *Limiter
+	rule Rule
+}
+
+// NewInvites returns the invitation limit; a rule with rate 0 disables it.
+func NewInvites(l *Limiter, rule Rule) *Invites { return &Invites{l: l, rule: rule} }
+
+// AllowInvites counts n users added by userID: nil, too_many_requests with
+// RetryAfter, or bad_request when n exceeds the rule's burst.
+func (v *Invites) AllowInvites(ctx context.Context, userID string, n int) error {
+	if v == nil {
+		return nil
+	}
+	return v.l.AllowN(ctx, KindGroupInvite, userID, v.rule, n)
+}

@@ -1,0 +1,155 @@
+// Package serverapi is the API for the app's backend, under /api/: it
+// manages users, issues and revokes their tokens, sends messages and
+// notifications as any user or as the system, manages groups on behalf of
+// users and looks up presence. Every route needs `Authorization: apikey
+// <key>` with one of server_api.keys (compared in constant time; list two
+// keys while rotating). docs/integration.md is the guide, docs/openapi.yaml
+// the reference.
+package serverapi
+
+import (
+	"context"
+	"crypto/subtle"
+	"log/slog"
+	"strings"
+
+	"github.com/cloudwego/hertz/pkg/app"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/gateway/group"
+	"github.com/nexo-im/nexo/gateway/wire"
+)
+
+// Users is the user store (store.UserRepo).
+type Users interface {
+	Create(ctx context.Context, u domain.User) (domain.User, error)
+	Get(ctx context.Context, id string) (domain.User, error)
+	Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error)
+	SetDisabled(ctx context.Context, id string, disabled bool) (domain.User, error)
+	Delete(ctx context.Context, id string) error
+}
+
+// Tokens revokes tokens on every instance at once (store.Tokens).
+type Tokens interface {
+	RevokeUser(ctx context.Context, userID string) error
+	SetDisabled(ctx context.Context, userID string, disabled bool) error
+}
+
+// Sessions closes live sessions: Disconnect ends the user's connections on
+// platformID (0: all) opened with token jti ("": any), with 3001
+// session_invalid — on this instance, and on every instance once the
+// cluster bus carries session events. Token refusal does not wait for it:
+// the token store already refuses them everywhere.
+type Sessions interface {
+	Disconnect(userID string, platformID int, jti string)
+}
+
+// Deps are the API's collaborators; all are required.
+type Deps struct {
+	Keys      []string
+	Users     Users
+	Tokens    Tokens
+	Issuer    *auth.Issuer
+	Passwords *auth.Passwords
+	Sessions  Sessions
+	Chat      *chat.Service
+	Groups    *group.Service
+	// Presence serves GET /api/presence (presence.Service.HandleAPI).
+	Presence app.HandlerFunc
+	// SystemUserID is the sender of notifications sent "as the system".
+	SystemUserID string
+	MaxBody      int
+	Log          *slog.Logger
+}
+
+// API serves /api/*.
+type API struct {
+	d    Deps
+	keys [][]byte
+}
+
+// New returns the API; with no keys every /api/* route answers 404
+// not_found (the server API is disabled).
+func New(d Deps) *API {
+	a := &API{d: d}
+	for _, k := range d.Keys {
+		a.keys = append(a.keys, []byte(k))
+	}
+	return a
+}
+
+// Router is where routes are mounted (gateway.Server).
+type Router interface {
+	Route(method, path string, handler app.HandlerFunc, authenticated bool)
+}
+
+// Register mounts every /api/* route behind the apikey check.
+func (a *API) Register(r Router) {
+	routes := []struct {
+		method, path string
+		h            app.HandlerFunc
+	}{
+		{"POST", "/api/user/create", a.createUser},
+		{"POST", "/api/user/update", a.updateUser},
+		{"GET", "/api/user/get", a.getUser},
+		{"POST", "/api/user/disable", a.disableUser},
+		{"POST", "/api/user/enable", a.enableUser},
+		{"POST", "/api/user/delete", a.deleteUser},
+		{"POST", "/api/token", a.issueToken},
+		{"POST", "/api/token/revoke", a.revokeTokens},
+		{"POST", "/api/msg/send", a.sendMessage},
+		{"POST", "/api/msg/send_notification", a.sendNotification},
+		{"POST", "/api/group/create", a.groupCreate},
+		{"POST", "/api/group/invite", a.groupInvite},
+		{"POST", "/api/group/kick", a.groupKick},
+		{"POST", "/api/group/quit", a.groupQuit},
+		{"POST", "/api/group/transfer", a.groupTransfer},
+		{"POST", "/api/group/set_role", a.groupSetRole},
+		{"POST", "/api/group/update", a.groupUpdate},
+		{"POST", "/api/group/dismiss", a.groupDismiss},
+		{"GET", "/api/group/info", a.groupInfo},
+		{"GET", "/api/presence", a.d.Presence},
+	}
+	for _, rt := range routes {
+		h := rt.h
+		r.Route(rt.method, rt.path, func(ctx context.Context, c *app.RequestContext) {
+			if len(a.keys) == 0 {
+				gateway.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonNotFound, "the server API is disabled (server_api.keys is empty)"))
+				return
+			}
+			if !a.authorized(c) {
+				gateway.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonUnauthorized, "the server API needs Authorization: apikey <one of server_api.keys>"))
+				return
+			}
+			h(ctx, c)
+		}, false)
+	}
+}
+
+// authorized compares the presented key with every configured key in
+// constant time (no early exit, so timing does not tell which key or how
+// much of it matched).
+func (a *API) authorized(c *app.RequestContext) bool {
+	scheme, key, ok := strings.Cut(strings.TrimSpace(string(c.GetHeader("Authorization"))), " ")
+	if !ok || !strings.EqualFold(scheme, "apikey") {
+		return false
+	}
+	got := []byte(strings.TrimSpace(key))
+	match := 0
+	for _, k := range a.keys {
+		match |= subtle.ConstantTimeCompare(got, k)
+	}
+	return match == 1
+}
+
+// write answers res or err in the envelope.
+func (a *API) write(ctx context.Context, c *app.RequestContext, res any, err error) {
+	if err != nil {
+		gateway.WriteError(ctx, c, a.d.Log, err)
+		return
+	}
+	gateway.WriteOK(c, res)
+}

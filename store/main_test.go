@@ -1,0 +1,12 @@
+package store_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/nexo-im/nexo/store/redistest"
+)
+
+// TestMain stops the Redis Cluster and Sentinel topologies the Redis
+// contracts started.
+func TestMain(m *testing.M) { os.Exit(redistest.Main(m)) }

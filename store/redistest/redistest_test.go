@@ -1,0 +1,115 @@
+package redistest
+
+import (
+	"context"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+func TestMain(m *testing.M) { os.Exit(Main(m)) }
+
+func need(t *testing.T, err error) {
+	t.Helper()
+	if err == nil {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("CI=true: %v", err)
+	}
+	t.Skip(err)
+}
+
+// TestClusterServesEverySlotAndFailsOver: the cluster answers on every
+// master, and killing the master of a key promotes its replica.
+func TestClusterServesEverySlotAndFailsOver(t *testing.T) {
+	c, err := SharedCluster()
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cc := c.Client()
+	defer cc.Close()
+	// ForEachMaster calls fn concurrently, one goroutine per master.
+	var masters atomic.Int32
+	if err := cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { masters.Add(1); return n.Ping(ctx).Err() }); err != nil {
+		t.Fatal(err)
+	}
+	if n := masters.Load(); n != 3 {
+		t.Fatalf("%d masters, want 3", n)
+	}
+	if Slot("a{s3}b") != Slot("{s3}") || Slot("123456789") != 12739 {
+		t.Fatalf("slot function wrong: %d", Slot("123456789"))
+	}
+	if err := cc.Set(ctx, "x{s1}", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// WAIT on the key's master (a bare Do goes to any node): the write must
+	// be on the replica that the kill below promotes.
+	owner, err := cc.MasterForKey(ctx, "x{s1}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := owner.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n < 1 {
+		t.Fatalf("WAIT on the master of x{s1}: %d replicas, %v", n, err)
+	}
+	old, err := c.KillMasterOf(ctx, "x{s1}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nm, err := c.WaitPromoted(ctx, "x{s1}", old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A bare ClusterClient refreshes its slot map lazily (store.NewRedisClient
+	// adds a hook that reloads it on connection errors); reload by hand here.
+	if err := Poll(20*time.Second, func() error {
+		err := cc.Get(ctx, "x{s1}").Err()
+		if err != nil {
+			cc.ReloadState(ctx)
+		}
+		return err
+	}); err != nil {
+		t.Fatalf("read after failover to %s: %v", nm.Addr, err)
+	}
+	if err := c.Restart(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	moved, err := c.MoveSlot(ctx, "x{s1}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := cc.Get(ctx, "x{s1}").Result(); got != "v" {
+		t.Fatalf("after moving the slot to %s: %q", moved.Addr, got)
+	}
+}
+
+func TestSentinelFailsOver(t *testing.T) {
+	s, err := SharedSentinel()
+	need(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rdb := s.Client()
+	defer rdb.Close()
+	if err := rdb.Set(ctx, "k", "v", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Do(ctx, "WAIT", 1, 2000).Err(); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.KillMaster(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.WaitPromoted(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := Poll(20*time.Second, func() error { return rdb.Get(ctx, "k").Err() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Restart(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+}

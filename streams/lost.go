@@ -1,0 +1,208 @@
+package streams
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// lostCheck finds messages that got ACK(accepted) and then vanished with a
+// Redis master's unreplicated writes.
+//
+// Redis replicates asynchronously: a promoted replica (or a server restarted
+// from an AOF written every second) holds a prefix of what the old master
+// applied. The accept script writes the idempotency record, the seq and the
+// stream entry in one step, so a message whose idempotency record is absent
+// on the new server lost its stream entry too and will never reach the save
+// stage — unless a save consumer read it from the old master in time. The
+// check therefore remembers, per shard, what this process accepted in the
+// last window; when the server answering for a shard changes (its run_id,
+// returned by every fenced accept), it looks for each remembered record on
+// the new server and, for each one missing, polls the database for the
+// message for grace. What is still unsaved is counted and logged, one line
+// per message, with everything needed to tell the sender.
+//
+// It only knows what this process accepted: a message accepted by a
+// process that died too is not reported (docs/pipeline.md).
+type lostCheck struct {
+	rdb    redis.UniversalClient
+	lookup SavedLookup
+	log    *slog.Logger
+	grace  time.Duration
+	window time.Duration
+	max    int
+
+	lost    prometheus.Counter
+	changes prometheus.Counter
+	fenced  prometheus.Counter
+
+	mu     sync.Mutex
+	nodes  map[int]string
+	recent map[int][]recentAccept
+}
+
+type recentAccept struct {
+	idem string
+	msg  domain.Message // without body: IDs, conversation and seq only
+	at   time.Time
+}
+
+func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
+	log := o.log
+	if log == nil {
+		log = slog.Default()
+	}
+	grace := o.lostGrace
+	if grace <= 0 {
+		grace = 10 * time.Second
+	}
+	c := &lostCheck{
+		rdb: a.rdb, lookup: o.lookup, log: log, grace: grace, window: 30 * time.Second, max: 50000,
+		lost: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "accept_lost_total",
+			Help: "Messages that got ACK(accepted) and were lost with a Redis master's unreplicated writes (each also logged).",
+		}),
+		changes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "redis_shard_server_changes_total",
+			Help: "Times the Redis server answering for a stream shard changed (failover, restart, slot migration).",
+		}),
+		fenced: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "seq_allocators_fenced_total",
+			Help: "Seq allocators found written by another Redis server and moved to a fresh database lease.",
+		}),
+		nodes: map[int]string{}, recent: map[int][]recentAccept{},
+	}
+	if o.reg != nil {
+		o.reg.MustRegister(c.lost, c.changes, c.fenced)
+	}
+	return c
+}
+
+// record remembers an accepted message of shard.
+func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64) {
+	if c == nil {
+		return
+	}
+	now := time.Now()
+	r := recentAccept{idem: idem, at: now, msg: domain.Message{
+		ServerMsgID: m.ServerMsgID, ClientMsgID: m.ClientMsgID, ConversationID: m.ConversationID,
+		SenderID: m.SenderID, RecvID: m.RecvID, GroupID: m.GroupID, Seq: seq, SendAt: m.SendAt,
+	}}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	list := append(c.recent[shard], r)
+	drop := 0
+	for drop < len(list) && (len(list)-drop > c.max || now.Sub(list[drop].at) > c.window) {
+		drop++
+	}
+	c.recent[shard] = list[drop:]
+}
+
+// sawNode notes the server (run_id) that answered an accept of shard; a
+// change starts a check of what was accepted there before.
+func (c *lostCheck) sawNode(shard int, node string) {
+	if c == nil || node == "" {
+		return
+	}
+	c.mu.Lock()
+	prev := c.nodes[shard]
+	c.nodes[shard] = node
+	if prev == "" || prev == node {
+		c.mu.Unlock()
+		return
+	}
+	// Everything remembered so far was accepted by an earlier server.
+	before := c.recent[shard]
+	c.recent[shard] = nil
+	c.mu.Unlock()
+	c.changes.Inc()
+	c.log.Warn("redis server of a stream shard changed (failover, restart or slot migration): checking recent accepts",
+		"shard", shard, "old_run_id", prev, "new_run_id", node, "recent_accepts", len(before))
+	go c.check(shard, before)
+}
+
+// staleAllocator logs an allocator the fence moved to a fresh lease.
+func (c *lostCheck) staleAllocator(shard int, conversationID, cur string, base int64) {
+	if c == nil {
+		return
+	}
+	c.fenced.Inc()
+	c.log.Info("seq allocator written by another redis server: current block retired, fresh lease installed",
+		"shard", shard, "conversation_id", conversationID, "allocator_cur", cur, "lease_base", base)
+}
+
+func (c *lostCheck) check(shard int, before []recentAccept) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.grace+30*time.Second)
+	defer cancel()
+	missing := c.missingRecords(ctx, before)
+	if len(missing) == 0 {
+		c.log.Info("no accepted message lost on shard", "shard", shard, "checked", len(before))
+		return
+	}
+	// A save consumer may have read an entry from the old master before it
+	// died and still be committing it: give the database grace.
+	deadline := time.Now().Add(c.grace)
+	for {
+		missing = c.unsaved(ctx, missing)
+		if len(missing) == 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(min(time.Second, c.grace/4)):
+		}
+	}
+	for _, r := range missing {
+		c.lost.Inc()
+		c.log.Error("accepted message lost with a redis failover: its accept did not reach the new master and it is not saved; a retry with the same client_msg_id is saved once",
+			"shard", shard, "conversation_id", r.msg.ConversationID, "seq", r.msg.Seq,
+			"server_msg_id", r.msg.ServerMsgID, "client_msg_id", r.msg.ClientMsgID,
+			"sender_id", r.msg.SenderID, "recv_id", r.msg.RecvID, "group_id", r.msg.GroupID,
+			"send_at", r.msg.SendAt, "accepted_at", r.at.UnixMilli())
+	}
+}
+
+// missingRecords returns the accepts whose idempotency record is not on
+// the server that answers for it now (pipelined EXISTS; a cluster client
+// splits the pipeline by slot).
+func (c *lostCheck) missingRecords(ctx context.Context, rs []recentAccept) []recentAccept {
+	var out []recentAccept
+	for start := 0; start < len(rs); start += 500 {
+		chunk := rs[start:min(start+500, len(rs))]
+		cmds := make([]*redis.IntCmd, len(chunk))
+		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			for i, r := range chunk {
+				cmds[i] = p.Exists(ctx, r.idem)
+			}
+			return nil
+		})
+		for i, cmd := range cmds {
+			// An error (the new master not answering yet) counts as
+			// missing: the database lookup below decides.
+			if n, err := cmd.Result(); err != nil || n == 0 {
+				out = append(out, chunk[i])
+			}
+		}
+	}
+	return out
+}
+
+// unsaved returns the accepts with no saved message of their sender and
+// client_msg_id (the original, or a retry that replaced it).
+func (c *lostCheck) unsaved(ctx context.Context, rs []recentAccept) []recentAccept {
+	var out []recentAccept
+	for _, r := range rs {
+		_, err := c.lookup.ByClientMsgID(ctx, r.msg.SenderID, r.msg.ClientMsgID)
+		if errors.Is(err, domain.ErrMessageNotFound) || err != nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}

@@ -1,0 +1,69 @@
+package workers_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
+	"github.com/nexo-im/nexo/workers"
+)
+
+// TestStageOpsPerBatchAreConstant: the save and deliver stages make the same
+// number of Redis round trips and SQL statements for a batch of one message
+// as for a batch of thirty (O(1) per batch), and export them.
+func TestStageOpsPerBatchAreConstant(t *testing.T) {
+	e := newEnv(t, nil)
+	store.CountRedisOps(e.rdb)
+	ctx := context.Background()
+	m := workers.NewMetrics(nil)
+	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
+		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, MaxAttempts: e.cfg.Save.MaxAttempts})
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Metrics: m, Log: e.log})
+	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, "n1", save, deliver, e.log)
+	if err := p.EnsureGroups(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	type cost struct{ redis, db int64 }
+	run := func(stage workers.Stage, name, stream string, shard int, from string) (cost, string) {
+		t.Helper()
+		batch, err := e.rdb.XRange(ctx, stream, from, "+").Result()
+		if err != nil || len(batch) == 0 {
+			t.Fatalf("read %s: %d entries, %v", stream, len(batch), err)
+		}
+		ops := m.Ops(name)
+		r0, d0 := ops.Redis.Load(), ops.DB.Load()
+		if err := stage.Handle(ctx, shard, batch); err != nil {
+			t.Fatal(err)
+		}
+		return cost{ops.Redis.Load() - r0, ops.DB.Load() - d0}, "(" + batch[len(batch)-1].ID
+	}
+
+	var saveCost, deliverCost []cost
+	saveFrom, deliverFrom := "-", "-"
+	sent := 0
+	for _, n := range []int{1, 30} {
+		var shard int
+		for i := 0; i < n; i++ {
+			a := e.send("alice", "bob", fmt.Sprint("m", sent), streams.SaveFirst)
+			shard = a.Shard
+			sent++
+		}
+		c, next := run(save, streams.GroupSave, e.keys.ToSave(shard), shard, saveFrom)
+		saveCost, saveFrom = append(saveCost, c), next
+		c, next = run(deliver, streams.GroupDeliver, e.keys.ToDeliver(shard), shard, deliverFrom)
+		deliverCost, deliverFrom = append(deliverCost, c), next
+	}
+	t.Logf("save: batch of 1 %+v, batch of 30 %+v; deliver: %+v, %+v", saveCost[0], saveCost[1], deliverCost[0], deliverCost[1])
+	if saveCost[0] != saveCost[1] || deliverCost[0] != deliverCost[1] {
+		t.Fatalf("cost grows with the batch: save %+v, deliver %+v", saveCost, deliverCost)
+	}
+	if saveCost[0].db == 0 || saveCost[0].redis == 0 || deliverCost[0].redis == 0 || deliverCost[0].db != 0 {
+		t.Fatalf("counters not counting: save %+v, deliver %+v", saveCost[0], deliverCost[0])
+	}
+	if got := m.StageMessages.WithLabelValues(streams.GroupSave); got == nil {
+		t.Fatal("no stage_messages_total")
+	}
+}

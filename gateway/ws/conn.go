@@ -171,9 +171,17 @@ func (c *Conn) closeWith(cause string, f Frame, code int, text string) {
 func (c *Conn) hardClose() { c.closeNow() }
 
 // closeNow is hardClose reporting whether this call closed the transport.
-func (c *Conn) closeNow() (closed bool) {
+func (c *Conn) closeNow() (closed bool) { return c.closeAfter(nil) }
+
+// closeAfter is closeNow running first (if not nil) just before the
+// transport closes, and only if this call closes it: whoever sees the
+// session end then also sees what first recorded.
+func (c *Conn) closeAfter(first func()) (closed bool) {
 	c.closeOnce.Do(func() {
 		closed = true
+		if first != nil {
+			first()
+		}
 		c.mu.Lock()
 		c.dead, c.sealed = true, true
 		c.q = ring{}

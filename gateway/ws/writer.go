@@ -194,11 +194,12 @@ func (c *Conn) unwritable(gen uint64) {
 // slowConsumer closes the connection at once: frames queued for it could
 // not be written in time, and queuing more would grow memory without bound.
 func (c *Conn) slowConsumer(why string) {
-	if c.fail("slow_consumer") {
+	c.setCause("slow_consumer")
+	c.closeAfter(func() {
 		c.s.metrics.slowCloses.Inc()
 		c.s.log.Info("ws slow consumer closed", "conn_id", c.id, "user_id", c.userID,
 			"platform_id", c.platformID, "why", why)
-	}
+	})
 }
 
 // formatClose builds a close frame payload; the text is cut to the 123

@@ -1,0 +1,33 @@
+package streams
+
+import (
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// Every field survives the stream body; text that is not valid UTF-8
+// arrives as U+FFFD (as encoding/json wrote it), never as a broken entry.
+func TestEncodeMessageRoundTrip(t *testing.T) {
+	for _, text := range []string{"", "plain", "<b>&</b> \"q\" \\ \n\t", "😀 中文 \u2028", "bad \xff utf-8"} {
+		m := domain.Message{ServerMsgID: "s1", ClientMsgID: "c1", ConversationID: "sg_g1", SenderID: "alice",
+			GroupID: "g1", SessionType: domain.SessionGroup, MsgType: domain.MsgText, SendAt: 1763900000000, Seq: 3,
+			AtUserIDs: []string{"bob", "all"}, Status: domain.StatusNormal,
+			Content: domain.Content{Text: text, Image: "i", Video: "v", Audio: "a", File: "f", Custom: `{"k":[1,"x"]}`}}
+		x := redis.XMessage{ID: "1-0", Values: map[string]any{fieldSeq: "3", fieldRoute: "s", fieldMsg: EncodeMessage(&m)}}
+		got, err := Decode(x)
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		want := m
+		if text == "bad \xff utf-8" {
+			want.Content.Text = "bad \ufffd utf-8"
+		}
+		if got.Msg.Content != want.Content || got.Msg.ServerMsgID != want.ServerMsgID || got.Msg.GroupID != want.GroupID ||
+			got.Msg.SendAt != want.SendAt || len(got.Msg.AtUserIDs) != 2 || got.Msg.Seq != 3 || got.Msg.MsgType != want.MsgType {
+			t.Errorf("%q: got %+v, want %+v", text, got.Msg, want)
+		}
+	}
+}

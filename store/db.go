@@ -42,6 +42,14 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 	// SaveBatch reads affected rows as "rows inserted"; clientFoundRows
 	// would count a skipped duplicate as one.
 	dsn.ClientFoundRows = false
+	// Arguments are interpolated client-side (the DSN's charset=utf8mb4 is
+	// one the driver escapes safely): a statement with arguments is then
+	// one round trip, not a prepare, an execute and a close. SaveBatch
+	// sends its statements as one multi-statement query (saveOneTrip),
+	// which needs both settings; every statement Nexo sends binds its
+	// values as arguments, never by pasting them into the SQL.
+	dsn.InterpolateParams = true
+	dsn.MultiStatements = true
 	g, err := gorm.Open(mysql.New(mysql.Config{
 		DSNConfig: dsn,
 		DSN:       dsn.FormatDSN(),

@@ -3,11 +3,10 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"sort"
 
 	"gorm.io/gorm"
-	"gorm.io/gorm/clause"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -54,7 +53,11 @@ type SaveResult struct {
 // stored messages, and applies recalls recorded before their message was
 // saved (a revoked message comes back with Original.Status revoked); see
 // docs/sync.md. Messages must not repeat a server_msg_id within msgs.
-// Errors are the database's; see IsRetryable.
+//
+// On MySQL/MariaDB the common case — every row new — is one round trip
+// between BEGIN and COMMIT (saveOneTrip); a batch that skipped a row is
+// rolled back and saved statement by statement. Errors are the database's;
+// see IsRetryable.
 func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]SaveResult, error) {
 	if len(msgs) == 0 {
 		return nil, nil
@@ -64,20 +67,25 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 	for i := range msgs {
 		rows[i] = toMessageRow(&msgs[i], now)
 	}
+	if r.db.Dialect == MySQL {
+		res, err := r.saveOneTrip(ctx, msgs, rows, now)
+		if !errors.Is(err, errSlowPath) {
+			return res, err
+		}
+	}
 	results := make([]SaveResult, len(msgs))
 	err := r.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		ins := tx.Clauses(clause.OnConflict{DoNothing: true}).Create(&rows)
-		if err := ins.Error; err != nil {
+		ins := r.db.insertMessagesSQL(rows)
+		done := tx.Exec(ins.query, ins.args...)
+		if err := done.Error; err != nil {
 			return fmt.Errorf("insert %d messages: %w", len(rows), err)
 		}
-		if ins.RowsAffected == int64(len(rows)) {
+		if done.RowsAffected == int64(len(rows)) {
 			// Every row went in (the common case): nothing to resolve, so
 			// no lookup. Affected rows count inserted rows only — MariaDB
 			// without RETURNING and without clientFoundRows (OpenMySQL
 			// enforces both), SQLite's changes().
-			for i := range rows {
-				results[i] = SaveResult{Outcome: Saved, Original: fromMessageRow(&rows[i])}
-			}
+			allSaved(rows, results)
 			return r.finishBatch(tx, msgs, results, now)
 		}
 		stored, err := r.lookupByClientID(tx, msgs)
@@ -104,15 +112,44 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 	return results, nil
 }
 
-// finishBatch is SaveBatch's bookkeeping once every row's outcome is known.
+// allSaved fills results for a batch whose every row was inserted.
+func allSaved(rows []messageRow, results []SaveResult) {
+	for i := range rows {
+		results[i] = SaveResult{Outcome: Saved, Original: fromMessageRow(&rows[i])}
+	}
+}
+
+// finishBatch is SaveBatch's bookkeeping once every row's outcome is known
+// (bookkeepingSQL), one statement at a time in tx.
 func (r *MessageRepo) finishBatch(tx *gorm.DB, msgs []domain.Message, results []SaveResult, now int64) error {
-	if err := r.advanceCursors(tx, msgs, results, now); err != nil {
-		return err
+	stmts, revoke := r.db.bookkeepingSQL(msgs, results, now)
+	for i, st := range stmts {
+		done := tx.Exec(st.query, st.args...)
+		if done.Error != nil {
+			return fmt.Errorf("save bookkeeping (%.40s...): %w", st.query, done.Error)
+		}
+		if i == revoke && done.RowsAffected > 0 {
+			if err := r.readRevoked(tx, msgs, results); err != nil {
+				return err
+			}
+		}
 	}
-	if err := saveMentions(tx, msgs, results); err != nil {
-		return err
+	return nil
+}
+
+// readRevoked marks the batch's messages a recall intent revoked.
+func (r *MessageRepo) readRevoked(tx *gorm.DB, msgs []domain.Message, results []SaveResult) error {
+	st := revokedSQL(savedNormalIDs(msgs, results))
+	var ids []string
+	if err := tx.Raw(st.query, st.args...).Scan(&ids).Error; err != nil {
+		return fmt.Errorf("read revoked messages: %w", err)
 	}
-	return applyRevokes(tx, msgs, results, now)
+	revoked := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		revoked[id] = true
+	}
+	markRevoked(msgs, results, revoked)
+	return nil
 }
 
 type clientKey struct{ sender, clientMsgID string }
@@ -131,92 +168,6 @@ func (r *MessageRepo) lookupByClientID(tx *gorm.DB, msgs []domain.Message) (map[
 		out[clientKey{found[i].SenderID, found[i].ClientMsgID}] = fromMessageRow(&found[i])
 	}
 	return out, nil
-}
-
-// advanceCursors applies the batch's bookkeeping with one multi-row upsert
-// per table, rows sorted by key so concurrent batches lock in the same order.
-func (r *MessageRepo) advanceCursors(tx *gorm.DB, msgs []domain.Message, res []SaveResult, now int64) error {
-	maxSeq := map[string]int64{}
-	latest := map[string]int64{}
-	type userConv struct{ user, conv string }
-	senderSeq := map[userConv]int64{}
-	convs := map[userConv]conversationRow{}
-	for i := range msgs {
-		m := &msgs[i]
-		if res[i].Outcome == SeqTaken {
-			continue
-		}
-		maxSeq[m.ConversationID] = max(maxSeq[m.ConversationID], m.Seq)
-		if res[i].Outcome != Saved {
-			continue
-		}
-		if m.Status != domain.StatusFailed {
-			latest[m.ConversationID] = max(latest[m.ConversationID], m.SendAt)
-		}
-		k := userConv{m.SenderID, m.ConversationID}
-		senderSeq[k] = max(senderSeq[k], m.Seq)
-		if m.SessionType == domain.SessionSingle {
-			for _, p := range [][2]string{{m.SenderID, m.RecvID}, {m.RecvID, m.SenderID}} {
-				convs[userConv{p[0], m.ConversationID}] = conversationRow{
-					ConversationID: m.ConversationID, OwnerID: p[0], PeerUserID: p[1],
-					ConversationType: int(domain.SessionSingle), CreatedAt: now, UpdatedAt: m.SendAt,
-				}
-			}
-		}
-	}
-	if len(maxSeq) > 0 {
-		seqRows := make([]seqConversationRow, 0, len(maxSeq))
-		for c, s := range maxSeq {
-			seqRows = append(seqRows, seqConversationRow{ConversationID: c, MaxSeq: s, ReservedSeq: s, LatestSendAt: latest[c]})
-		}
-		sort.Slice(seqRows, func(i, j int) bool { return seqRows[i].ConversationID < seqRows[j].ConversationID })
-		err := tx.Clauses(clause.OnConflict{
-			Columns: []clause.Column{{Name: "conversation_id"}},
-			DoUpdates: clause.Assignments(map[string]any{
-				"max_seq":        r.db.greatestUpsert("max_seq"),
-				"latest_send_at": r.db.greatestUpsert("latest_send_at"),
-			}),
-		}).Create(&seqRows).Error
-		if err != nil {
-			return fmt.Errorf("advance max_seq: %w", err)
-		}
-	}
-	if len(senderSeq) > 0 {
-		cur := make([]seqUserRow, 0, len(senderSeq))
-		for k, s := range senderSeq {
-			cur = append(cur, seqUserRow{UserID: k.user, ConversationID: k.conv, ReadSeq: s, DeliveredSeq: s})
-		}
-		sort.Slice(cur, func(i, j int) bool {
-			return cur[i].UserID < cur[j].UserID || cur[i].UserID == cur[j].UserID && cur[i].ConversationID < cur[j].ConversationID
-		})
-		err := tx.Clauses(clause.OnConflict{
-			Columns: []clause.Column{{Name: "user_id"}, {Name: "conversation_id"}},
-			DoUpdates: clause.Assignments(map[string]any{
-				"read_seq":      r.db.greatestUpsert("read_seq"),
-				"delivered_seq": r.db.greatestUpsert("delivered_seq"),
-			}),
-		}).Create(&cur).Error
-		if err != nil {
-			return fmt.Errorf("advance sender cursors: %w", err)
-		}
-	}
-	if len(convs) > 0 {
-		rows := make([]conversationRow, 0, len(convs))
-		for _, c := range convs {
-			rows = append(rows, c)
-		}
-		sort.Slice(rows, func(i, j int) bool {
-			return rows[i].OwnerID < rows[j].OwnerID || rows[i].OwnerID == rows[j].OwnerID && rows[i].ConversationID < rows[j].ConversationID
-		})
-		err := tx.Clauses(clause.OnConflict{
-			Columns:   []clause.Column{{Name: "owner_id"}, {Name: "conversation_id"}},
-			DoUpdates: clause.Assignments(map[string]any{"updated_at": r.db.greatestUpsert("updated_at")}),
-		}).Create(&rows).Error
-		if err != nil {
-			return fmt.Errorf("upsert conversations: %w", err)
-		}
-	}
-	return nil
 }
 
 // SaveFailed stores a "failed" placeholder for a seq whose message could not

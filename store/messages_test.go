@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
@@ -212,6 +213,74 @@ func TestSaveBatchLooksUpOnlyWhenRowsWereSkipped(t *testing.T) {
 			}
 			if n := count(); n != 1 {
 				t.Fatalf("a batch with a skipped row read messages %d times, want 1", n)
+			}
+		})
+	}
+}
+
+// TestSaveBatchRoundTrips: on MariaDB a batch whose rows are all new is one
+// round trip between BEGIN and COMMIT, whatever its size; a batch with a
+// skipped row is rolled back and saved statement by statement, with the
+// same outcome. SQLite (embedded, no round trips) runs the statements one
+// by one. A batch that fails (a data error) leaves nothing behind and the
+// next batch saves normally: no connection goes back to the pool inside a
+// transaction.
+func TestSaveBatchRoundTrips(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db := b.Open(t)
+			msgs := store.NewMessageRepo(db)
+			save := func(batch ...domain.Message) ([]store.SaveResult, *store.OpCounter) {
+				t.Helper()
+				c := &store.OpCounter{}
+				res, err := msgs.SaveBatch(store.WithOpCounter(context.Background(), c), batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return res, c
+			}
+			_, one := save(textMsg("alice", "bob", "r1", 1))
+			var many []domain.Message
+			for i := range 30 {
+				many = append(many, textMsg("alice", "bob", fmt.Sprint("r", i+2), int64(i+2)))
+			}
+			_, thirty := save(many...)
+			wantTrips := int64(1)
+			if b.Name == "sqlite" {
+				wantTrips = one.DB.Load()
+			}
+			if one.DBTrips.Load() != wantTrips || thirty.DBTrips.Load() != wantTrips || one.DB.Load() != thirty.DB.Load() {
+				t.Fatalf("round trips %d and %d (statements %d and %d), want %d each",
+					one.DBTrips.Load(), thirty.DBTrips.Load(), one.DB.Load(), thirty.DB.Load(), wantTrips)
+			}
+			// A redelivered row and a new one: the fast path rolls back.
+			res, slow := save(textMsg("alice", "bob", "r1", 1), textMsg("alice", "bob", "r40", 40))
+			if res[0].Outcome != store.Saved || res[0].Original.Seq != 1 || res[1].Outcome != store.Saved {
+				t.Fatalf("redelivery with a new row: %+v", res)
+			}
+			if b.Name == "mariadb" && slow.DBTrips.Load() < 2 {
+				t.Fatalf("a batch with a skipped row took %d round trips", slow.DBTrips.Load())
+			}
+			maxSeq, err := store.NewSeqRepo(db).MaxSeq(context.Background(), textMsg("alice", "bob", "x", 1).ConversationID)
+			if err != nil || maxSeq != 40 {
+				t.Fatalf("max_seq %d %v, want 40", maxSeq, err)
+			}
+
+			if b.Name == "sqlite" {
+				return // SQLite does not enforce column lengths
+			}
+			bad := textMsg("alice", "bob", "r50", 50)
+			bad.ClientMsgID = strings.Repeat("x", 300) // longer than the column: a data error
+			if _, err := msgs.SaveBatch(context.Background(), []domain.Message{textMsg("alice", "bob", "r49", 49), bad}); err == nil || store.IsRetryable(err) {
+				t.Fatalf("a row longer than its column: err %v, want a permanent error", err)
+			}
+			for i := range 8 { // more batches than the pool keeps idle connections
+				save(textMsg("alice", "bob", fmt.Sprint("r", 60+i), int64(60+i)))
+			}
+			got, err := msgs.Range(context.Background(), bad.ConversationID, 41, 100, 100)
+			if err != nil || len(got) != 8 || got[0].Seq != 60 {
+				t.Fatalf("after a failed batch: %d messages from seq %v, %v; want the 8 from 60", len(got), got, err)
 			}
 		})
 	}

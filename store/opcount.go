@@ -13,11 +13,14 @@ import (
 // context that carries it (WithOpCounter), so a pipeline stage can report
 // what one message costs it (workers: nexo_stage_redis_calls_total,
 // nexo_stage_db_statements_total). A pipeline of many commands is one
-// round trip. Statements are those GORM runs (INSERT, SELECT, upserts);
-// each transaction adds BEGIN and COMMIT, which are not counted.
+// round trip. DB counts SQL statements (INSERT, SELECT, upserts) and
+// DBTrips the database round trips that carried them: one per statement
+// through GORM, one for SaveBatch's multi-statement query; each
+// transaction adds BEGIN and COMMIT, which neither counts.
 type OpCounter struct {
-	Redis atomic.Int64
-	DB    atomic.Int64
+	Redis   atomic.Int64
+	DB      atomic.Int64
+	DBTrips atomic.Int64
 }
 
 type opCounterKey struct{}
@@ -69,6 +72,7 @@ func countStatements(g *gorm.DB) error {
 	count := func(tx *gorm.DB) {
 		if c := opCounterOf(tx.Statement.Context); c != nil {
 			c.DB.Add(1)
+			c.DBTrips.Add(1)
 		}
 	}
 	cb := g.Callback()

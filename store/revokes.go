@@ -3,9 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
-	"sort"
 
-	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
 
 	"github.com/nexo-im/nexo/domain"
@@ -34,7 +32,9 @@ type RevokeIntent struct {
 	MinSendAt      int64
 }
 
-// Applies reports whether the intent revokes m.
+// Applies reports whether the intent revokes m. SaveBatch applies the same
+// rule in SQL (revokeIntentsSQL); TestRevokeIntentAppliedBySaveBatch keeps the
+// two equal.
 func (in RevokeIntent) Applies(m *domain.Message) bool {
 	if m.ConversationID != in.ConversationID || m.Seq != in.Seq || m.Status != domain.StatusNormal ||
 		m.MsgType >= domain.MsgNotificationMin {
@@ -83,52 +83,4 @@ func (r *RevokeRepo) Revoke(ctx context.Context, conversationID string, seq int6
 		return false, fmt.Errorf("revoke %s seq %d: %w", conversationID, seq, res.Error)
 	}
 	return res.RowsAffected == 1, nil
-}
-
-// applyRevokes runs in SaveBatch's transaction: it reads the intents
-// recorded for the batch's newly stored messages (one query) and marks
-// those they apply to revoked (one update, only when one applies), and
-// reflects that in res.
-func applyRevokes(tx *gorm.DB, msgs []domain.Message, res []SaveResult, now int64) error {
-	pairs := make([][]any, 0, len(msgs))
-	for i := range msgs {
-		if res[i].Outcome == Saved && msgs[i].Status == domain.StatusNormal {
-			pairs = append(pairs, []any{msgs[i].ConversationID, msgs[i].Seq})
-		}
-	}
-	if len(pairs) == 0 {
-		return nil
-	}
-	var intents []revokeIntentRow
-	if err := tx.Where("(conversation_id, seq) IN ?", pairs).Find(&intents).Error; err != nil {
-		return fmt.Errorf("read revoke intents: %w", err)
-	}
-	if len(intents) == 0 {
-		return nil
-	}
-	var ids []string
-	for i := range msgs {
-		if res[i].Outcome != Saved {
-			continue
-		}
-		for _, in := range intents {
-			intent := RevokeIntent{ConversationID: in.ConversationID, Seq: in.Seq, RevokerID: in.RevokerID,
-				AnySender: in.AnySender, MinSendAt: in.MinSendAt}
-			if intent.Applies(&res[i].Original) {
-				ids = append(ids, msgs[i].ServerMsgID)
-				res[i].Original.Status = domain.StatusRevoked
-				break
-			}
-		}
-	}
-	if len(ids) == 0 {
-		return nil
-	}
-	sort.Strings(ids)
-	err := tx.Model(&messageRow{}).Where("server_msg_id IN ? AND status = ?", ids, msgStatusNormal).
-		Updates(map[string]any{"status": msgStatusRevoked, "updated_at": now}).Error
-	if err != nil {
-		return fmt.Errorf("apply %d revoke intents: %w", len(ids), err)
-	}
-	return nil
 }

@@ -42,7 +42,8 @@ func TestRevokeSavedContract(t *testing.T) {
 // TestRevokeIntentAppliedBySaveBatch: a recall recorded before the message
 // is saved applies in the save's transaction when the intent allows it
 // (the sender within the window, or an admin for any ordinary message),
-// and not otherwise.
+// and not otherwise; RevokeIntent.Applies, the rule in Go, agrees with the
+// rule SaveBatch applies in SQL.
 func TestRevokeIntentAppliedBySaveBatch(t *testing.T) {
 	conv := domain.GroupConversationID("g")
 	cases := []struct {
@@ -70,6 +71,13 @@ func TestRevokeIntentAppliedBySaveBatch(t *testing.T) {
 		t.Run(b.Name, func(t *testing.T) {
 			t.Parallel()
 			for _, tc := range cases {
+				applies := false
+				for _, in := range tc.intents {
+					applies = applies || in.Applies(&tc.msg)
+				}
+				if applies != tc.revoked {
+					t.Errorf("%s: RevokeIntent.Applies says %v, the SQL rule must say %v", tc.name, applies, tc.revoked)
+				}
 				db := b.Open(t)
 				ctx := context.Background()
 				repo := store.NewRevokeRepo(db)
@@ -97,6 +105,48 @@ func TestRevokeIntentAppliedBySaveBatch(t *testing.T) {
 					t.Errorf("%s: redelivery changed %s to %s", tc.name, m.Status, again.Status)
 				}
 			}
+		})
+	}
+}
+
+// TestRevokeIntentsInABatch: in a batch of new messages only the one with
+// an intent comes back revoked, and so it does in a batch that also
+// redelivers a saved message (the statement-by-statement path).
+func TestRevokeIntentsInABatch(t *testing.T) {
+	conv := domain.GroupConversationID("g")
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db := b.Open(t)
+			ctx := context.Background()
+			repo, msgs := store.NewRevokeRepo(db), store.NewMessageRepo(db)
+			for _, seq := range []int64{2, 5} {
+				if err := repo.Record(ctx, store.RevokeIntent{ConversationID: conv, Seq: seq, RevokerID: "carol", AnySender: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			check := func(batch []domain.Message, want map[int64]bool) {
+				t.Helper()
+				res, err := msgs.SaveBatch(ctx, batch)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, m := range batch {
+					stored, err := repo.Message(ctx, conv, m.Seq)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got, reported := stored.Status == domain.StatusRevoked, res[i].Original.Status == domain.StatusRevoked
+					if got != want[m.Seq] || reported != want[m.Seq] {
+						t.Errorf("seq %d: stored %s, reported %s; want revoked %v", m.Seq, stored.Status, res[i].Original.Status, want[m.Seq])
+					}
+				}
+			}
+			fresh := []domain.Message{msgAt(conv, 1, "bob", t0, domain.MsgText), msgAt(conv, 2, "bob", t0, domain.MsgText),
+				msgAt(conv, 3, "bob", t0, domain.MsgText)}
+			check(fresh, map[int64]bool{2: true})
+			check([]domain.Message{fresh[1], msgAt(conv, 4, "bob", t0, domain.MsgText), msgAt(conv, 5, "bob", t0, domain.MsgText)},
+				map[int64]bool{2: true, 5: true})
 		})
 	}
 }

@@ -21,7 +21,8 @@ type Metrics struct {
 	DeliverLag  prometheus.Histogram
 
 	// Per stage (save, deliver): messages handled, and the Redis round
-	// trips and SQL statements made while handling them (Ops), so a
+	// trips, SQL statements and database round trips made while handling
+	// them (Ops), so a
 	// dashboard divides one by the other for the cost per message.
 	StageMessages *prometheus.CounterVec
 	ops           map[string]*store.OpCounter
@@ -95,6 +96,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 				Namespace: "nexo", Name: "stage_db_statements_total", ConstLabels: labels,
 				Help: "SQL statements a pipeline stage ran handling its batches (BEGIN and COMMIT not included).",
 			}, func() float64 { return float64(c.DB.Load()) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{
+				Namespace: "nexo", Name: "stage_db_round_trips_total", ConstLabels: labels,
+				Help: "Database round trips a pipeline stage made handling its batches (a multi-statement query is one; BEGIN and COMMIT not included).",
+			}, func() float64 { return float64(c.DBTrips.Load()) }),
 		)
 	}
 	if reg != nil {

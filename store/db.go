@@ -30,6 +30,9 @@ const (
 type DB struct {
 	Gorm    *gorm.DB
 	Dialect Dialect
+	// failures, set by CountDBErrors, counts a failed statement that ran
+	// outside GORM (SaveBatch's one-round-trip query) under op.
+	failures func(op string)
 }
 
 // OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry

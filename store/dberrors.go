@@ -13,8 +13,9 @@ const dbErrorsCallback = "nexo:count_errors"
 
 // CountDBErrors counts failed SQL statements of db in
 // nexo_db_errors_total{dialect,op} (op: create, query, update, delete, raw,
-// row), registered on reg. Expected outcomes are not failures: a missing
-// row (gorm.ErrRecordNotFound) and a duplicate key (the unique keys are how
+// row; SaveBatch's one-round-trip query counts as raw), registered on
+// reg. Expected outcomes are not failures: a missing row
+// (gorm.ErrRecordNotFound) and a duplicate key (the unique keys are how
 // Nexo deduplicates) are left out, so the counter means "the database is
 // unwell" (connection lost, deadlock, timeout, full disk).
 func CountDBErrors(db *DB, reg prometheus.Registerer) error {
@@ -27,6 +28,7 @@ func CountDBErrors(db *DB, reg prometheus.Registerer) error {
 			return err
 		}
 	}
+	db.failures = func(op string) { c.WithLabelValues(string(db.Dialect), op).Inc() }
 	cb := db.Gorm.Callback()
 	for op, register := range map[string]func(name string, fn func(*gorm.DB)) error{
 		"create": cb.Create().After("*").Register,

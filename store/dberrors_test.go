@@ -3,12 +3,15 @@ package store_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/store/storetest"
 )
 
 // TestCountDBErrors: a failing statement counts; a missing row does not.
@@ -30,6 +33,34 @@ func TestCountDBErrors(t *testing.T) {
 	}
 	var total float64
 	mfs, _ := reg.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	if total != 1 {
+		t.Fatalf("nexo_db_errors_total = %v, want 1", total)
+	}
+}
+
+// TestCountDBErrorsOfTheOneTripSave: a save batch that fails on MariaDB's
+// one-round-trip path (outside GORM's callbacks) still counts.
+func TestCountDBErrorsOfTheOneTripSave(t *testing.T) {
+	db := storetest.MySQL(t)
+	reg := prometheus.NewRegistry()
+	if err := store.CountDBErrors(db, reg); err != nil {
+		t.Fatal(err)
+	}
+	m := textMsg("alice", "bob", "e1", 1)
+	m.AtUserIDs = []string{strings.Repeat("u", 100)} // longer than message_mentions.user_id
+	if _, err := store.NewMessageRepo(db).SaveBatch(context.Background(), []domain.Message{m}); err == nil {
+		t.Fatal("saved a mention longer than its column")
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
 	for _, mf := range mfs {
 		for _, m := range mf.GetMetric() {
 			total += m.GetCounter().GetValue()

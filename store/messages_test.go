@@ -224,7 +224,7 @@ func TestSaveBatchLooksUpOnlyWhenRowsWereSkipped(t *testing.T) {
 // same outcome. SQLite (embedded, no round trips) runs the statements one
 // by one. A batch that fails (a data error) leaves nothing behind and the
 // next batch saves normally: no connection goes back to the pool inside a
-// transaction.
+// transaction, and none of its rows is committed later.
 func TestSaveBatchRoundTrips(t *testing.T) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
@@ -270,8 +270,10 @@ func TestSaveBatchRoundTrips(t *testing.T) {
 			if b.Name == "sqlite" {
 				return // SQLite does not enforce column lengths
 			}
+			// The INSERT goes in, then the mention row fails (a user ID
+			// longer than its column): the whole batch must roll back.
 			bad := textMsg("alice", "bob", "r50", 50)
-			bad.ClientMsgID = strings.Repeat("x", 300) // longer than the column: a data error
+			bad.AtUserIDs = []string{strings.Repeat("u", 100)}
 			if _, err := msgs.SaveBatch(context.Background(), []domain.Message{textMsg("alice", "bob", "r49", 49), bad}); err == nil || store.IsRetryable(err) {
 				t.Fatalf("a row longer than its column: err %v, want a permanent error", err)
 			}
@@ -279,7 +281,7 @@ func TestSaveBatchRoundTrips(t *testing.T) {
 				save(textMsg("alice", "bob", fmt.Sprint("r", 60+i), int64(60+i)))
 			}
 			got, err := msgs.Range(context.Background(), bad.ConversationID, 41, 100, 100)
-			if err != nil || len(got) != 8 || got[0].Seq != 60 {
+			if err != nil || len(got) != 8 || got[0].Seq != 60 { // nothing of the failed batch (49, 50)
 				t.Fatalf("after a failed batch: %d messages from seq %v, %v; want the 8 from 60", len(got), got, err)
 			}
 		})

@@ -16,7 +16,8 @@ import (
 // round trip. DB counts SQL statements (INSERT, SELECT, upserts) and
 // DBTrips the database round trips that carried them: one per statement
 // through GORM, one for SaveBatch's multi-statement query; each
-// transaction adds BEGIN and COMMIT, which neither counts.
+// transaction adds BEGIN (START TRANSACTION) and COMMIT, which neither
+// counts (SaveBatch sends its START TRANSACTION with its statements).
 type OpCounter struct {
 	Redis   atomic.Int64
 	DB      atomic.Int64

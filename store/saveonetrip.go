@@ -19,10 +19,11 @@ import (
 var errSlowPath = errors.New("save batch: take the statement-by-statement path")
 
 // saveOneTrip is SaveBatch on MySQL/MariaDB for the common case, every row
-// new: BEGIN, then the INSERT and all of bookkeepingSQL's statements as one
-// multi-statement text query (multiStatements and interpolateParams, which
-// OpenMySQL sets), then COMMIT — three round trips whatever the batch,
-// against two per statement through GORM's prepared statements before.
+// new: START TRANSACTION, the INSERT and all of bookkeepingSQL's statements
+// as one multi-statement text query (multiStatements and
+// interpolateParams, which OpenMySQL sets), then COMMIT — two round trips
+// whatever the batch, against two per statement (prepare, execute) and
+// BEGIN and COMMIT through GORM before.
 // The bookkeeping assumes every row is inserted; when the INSERT's
 // affected rows say otherwise the transaction is rolled back and
 // errSlowPath returned. A recall intent that revoked a message costs one
@@ -85,6 +86,9 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	case errors.Is(err, errSlowPath):
 		return nil, errSlowPath
 	case err != nil:
+		if r.db.failures != nil && failed(err) {
+			r.db.failures("raw")
+		}
 		return nil, fmt.Errorf("save batch of %d: %w", len(msgs), err)
 	}
 	return results, nil
@@ -95,33 +99,32 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 type queryFunc func(st sqlStmt) (map[string]bool, error)
 
 // oneTrip runs query (many statements) in a transaction on the driver
-// connection dc, hands check every statement's affected rows, and commits
-// if check returns nil, otherwise rolls back. A connection whose rollback
-// failed is reported bad (driver.ErrBadConn) so database/sql discards it
-// rather than pool a connection inside a transaction. Text the driver will
-// not interpolate (driver.ErrSkip: too large for a packet) is errSlowPath.
+// connection dc — START TRANSACTION travels with the statements, so the
+// whole batch is this query and a COMMIT — hands check every statement's
+// affected rows, and commits if check returns nil, otherwise rolls back.
+// A connection whose rollback failed is reported bad (driver.ErrBadConn)
+// so database/sql discards it rather than pool a connection inside a
+// transaction. Text the driver will not interpolate (driver.ErrSkip: too
+// large for a packet) is errSlowPath.
 func oneTrip(ctx context.Context, dc any, query string, args []driver.NamedValue,
 	check func(affected []int64, q queryFunc) error) (err error) {
-	begin, ok1 := dc.(driver.ConnBeginTx)
-	exec, ok2 := dc.(driver.ExecerContext)
-	read, ok3 := dc.(driver.QueryerContext)
-	if !ok1 || !ok2 || !ok3 {
+	exec, ok1 := dc.(driver.ExecerContext)
+	read, ok2 := dc.(driver.QueryerContext)
+	if !ok1 || !ok2 {
 		return fmt.Errorf("save batch: driver connection %T cannot run one round trip: %w", dc, errSlowPath)
 	}
-	tx, err := begin.BeginTx(ctx, driver.TxOptions{})
-	if err != nil {
-		return err
-	}
-	committed := false
+	done := false
 	defer func() {
-		if committed {
+		if done {
 			return
 		}
-		if rerr := tx.Rollback(); rerr != nil {
+		// Also after a failed START TRANSACTION: ROLLBACK outside a
+		// transaction is a no-op.
+		if _, rerr := exec.ExecContext(ctx, "ROLLBACK", nil); rerr != nil {
 			err = errors.Join(err, driver.ErrBadConn)
 		}
 	}()
-	res, err := exec.ExecContext(ctx, query, args)
+	res, err := exec.ExecContext(ctx, "START TRANSACTION;\n"+query, args)
 	if errors.Is(err, driver.ErrSkip) {
 		return errSlowPath
 	}
@@ -160,15 +163,15 @@ func oneTrip(ctx context.Context, dc any, query string, args []driver.NamedValue
 			}
 		}
 	}
-	if err := check(multi.AllRowsAffected(), q); err != nil {
+	if err := check(multi.AllRowsAffected()[1:], q); err != nil {
 		return err
 	}
-	if err := tx.Commit(); err != nil {
-		// The outcome of a failed COMMIT is unknown; SaveBatch is
-		// idempotent, so the caller retries.
-		committed = true
+	done = true
+	if _, err := exec.ExecContext(ctx, "COMMIT", nil); err != nil {
+		// The outcome of a failed COMMIT is unknown and so is the
+		// connection's state; SaveBatch is idempotent, so the caller
+		// retries.
 		return errors.Join(err, driver.ErrBadConn)
 	}
-	committed = true
 	return nil
 }

@@ -98,7 +98,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			}, func() float64 { return float64(c.DB.Load()) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{
 				Namespace: "nexo", Name: "stage_db_round_trips_total", ConstLabels: labels,
-				Help: "Database round trips a pipeline stage made handling its batches (a multi-statement query is one; BEGIN and COMMIT not included).",
+				Help: "Database round trips a pipeline stage made handling its batches (a multi-statement query is one; separate BEGIN and COMMIT not included).",
 			}, func() float64 { return float64(c.DBTrips.Load()) }),
 		)
 	}

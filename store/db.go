@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/glebarez/sqlite"
@@ -53,6 +54,16 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 	// values as arguments, never by pasting them into the SQL.
 	dsn.InterpolateParams = true
 	dsn.MultiStatements = true
+	// Escaping can double a text, so an interpolated statement may outgrow
+	// max_allowed_packet where its prepared form fits, and the server
+	// drops a connection that sends too large a packet (a retryable error,
+	// retried forever). Knowing the server's limit, the driver declines
+	// such a statement instead (driver.ErrSkip: SaveBatch takes its
+	// statement-by-statement path, database/sql a prepared statement).
+	// A DSN that names maxAllowedPacket keeps it.
+	if !strings.Contains(cfg.DSN, "maxAllowedPacket=") {
+		dsn.MaxAllowedPacket = 0 // read @@max_allowed_packet at connect
+	}
 	g, err := gorm.Open(mysql.New(mysql.Config{
 		DSNConfig: dsn,
 		DSN:       dsn.FormatDSN(),

@@ -6,9 +6,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gorm.io/gorm"
 
+	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
@@ -285,5 +287,35 @@ func TestSaveBatchRoundTrips(t *testing.T) {
 				t.Fatalf("after a failed batch: %d messages from seq %v, %v; want the 8 from 60", len(got), got, err)
 			}
 		})
+	}
+}
+
+// TestSaveBatchLargerThanAPacketOnceEscaped: a batch whose text doubles
+// when escaped (quotes) and so outgrows max_allowed_packet as one
+// interpolated query is still saved, through prepared statements, instead
+// of failing on a dropped connection.
+func TestSaveBatchLargerThanAPacketOnceEscaped(t *testing.T) {
+	dsn := storetest.MySQLDSN(t) + "&maxAllowedPacket=65536"
+	db, err := store.OpenMySQL(context.Background(), configs.MySQL{DSN: dsn, MaxOpenConns: 4, MaxIdleConns: 2, ConnMaxLifetime: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var batch []domain.Message
+	for i := range 3 {
+		m := textMsg("alice", "bob", fmt.Sprint("q", i), int64(i+1))
+		m.Content.Text = strings.Repeat("'", 15000) // 45 KB raw, 90 KB escaped
+		batch = append(batch, m)
+	}
+	res, err := store.NewMessageRepo(db).SaveBatch(context.Background(), batch)
+	if err != nil || res[2].Outcome != store.Saved {
+		t.Fatalf("saved %+v, %v", res, err)
+	}
+	got, err := store.NewMessageRepo(db).Range(context.Background(), batch[0].ConversationID, 1, 3, 10)
+	if err != nil || len(got) != 3 || got[2].Content.Text != batch[2].Content.Text {
+		t.Fatalf("read back %d messages, %v", len(got), err)
 	}
 }

@@ -34,33 +34,73 @@ var ErrRedisUnavailable = errors.New("redis unavailable")
 // disk, a migrated slot — so it may be older than what was issued: lease
 // a fresh block). node is the run_id of the server that ran the script
 // (fence on), which the lost-message check watches for changes.
-var acceptScript = redis.NewScript(`
+var acceptScript = redis.NewScript(acceptLua + `
 local me = ''
-if ARGV[8] == '1' then me = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '' end
-local ex = redis.call('HMGET', KEYS[1], 'id', 'seq', 'at', 'saved')
-if ex[1] then
-  return {'dup', ex[1], ex[2], ex[3], ex[4] or '0', me}
-end
-local s = redis.call('HMGET', KEYS[2], 'cur', 'ceil', 'node')
-local cur = tonumber(s[1]) or 0
-local ceil = tonumber(s[2]) or 0
-if cur >= ceil then
-  return {'lease', '', string.format('%d', cur), '', '0', me}
-end
-if me ~= '' and s[3] ~= me then
-  return {'stale', '', string.format('%d', cur), '', '0', me}
-end
-local seq = string.format('%d', cur + 1)
-redis.call('HSET', KEYS[2], 'cur', seq)
-redis.call('HSET', KEYS[1], 'id', ARGV[1], 'seq', seq, 'at', ARGV[2], 'saved', '0')
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-redis.call('ZADD', KEYS[3], ARGV[9], seq)
-redis.call('PEXPIRE', KEYS[3], ARGV[10])
-if #KEYS >= 4 then
-  redis.call('XADD', KEYS[4], '*', 'seq', seq, 'r', ARGV[4], 'm', ARGV[5], 'c', ARGV[6], 't', ARGV[7])
-end
-return {'ok', ARGV[1], seq, ARGV[2], '0', me}
+if ARGV[8] == '1' then me = runID() end
+return accept(KEYS, ARGV, me)
 `)
+
+// acceptBatchScript runs acceptScript's step for n calls of one shard in
+// one script call (evalBatcher's multi-script layout: ARGV n, then per call
+// its key count, argument count and acceptScript's ARGV), in order, and
+// replies with each call's acceptScript reply. The fence's INFO runs once.
+// A call that fails (pcall: a key of the wrong type) replies {'err', msg}
+// and the others still run, so each call's outcome is what a script call
+// of its own would have answered (including what a failed call leaves
+// written: Redis undoes neither). A Redis over maxmemory refuses the
+// script's first write, before any call has written.
+var acceptBatchScript = redis.NewScript(acceptLua + `
+local me
+local n = tonumber(ARGV[1])
+local ki, ai = 0, 2
+local out = {}
+for c = 1, n do
+  local nk, na = tonumber(ARGV[ai]), tonumber(ARGV[ai + 1])
+  ai = ai + 2
+  local k, a = {}, {}
+  for j = 1, nk do k[j] = KEYS[ki + j] end
+  for j = 1, na do a[j] = ARGV[ai + j - 1] end
+  ki, ai = ki + nk, ai + na
+  if me == nil and a[8] == '1' then me = runID() end
+  local ok, res = pcall(accept, k, a, a[8] == '1' and me or '')
+  if ok then out[c] = res else out[c] = {'err', tostring(res)} end
+end
+return out
+`)
+
+// acceptLua defines accept(k, a, me): the accept step on one call's KEYS
+// and ARGV (as acceptScript takes them), me being the fence's run_id (”
+// with the fence off); and runID().
+const acceptLua = `
+local function runID()
+  return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''
+end
+local function accept(k, a, me)
+  local ex = redis.call('HMGET', k[1], 'id', 'seq', 'at', 'saved')
+  if ex[1] then
+    return {'dup', ex[1], ex[2], ex[3], ex[4] or '0', me}
+  end
+  local s = redis.call('HMGET', k[2], 'cur', 'ceil', 'node')
+  local cur = tonumber(s[1]) or 0
+  local ceil = tonumber(s[2]) or 0
+  if cur >= ceil then
+    return {'lease', '', string.format('%d', cur), '', '0', me}
+  end
+  if me ~= '' and s[3] ~= me then
+    return {'stale', '', string.format('%d', cur), '', '0', me}
+  end
+  local seq = string.format('%d', cur + 1)
+  redis.call('HSET', k[2], 'cur', seq)
+  redis.call('HSET', k[1], 'id', a[1], 'seq', seq, 'at', a[2], 'saved', '0')
+  redis.call('PEXPIRE', k[1], a[3])
+  redis.call('ZADD', k[3], a[9], seq)
+  redis.call('PEXPIRE', k[3], a[10])
+  if #k >= 4 then
+    redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7])
+  end
+  return {'ok', a[1], seq, a[2], '0', me}
+end
+`
 
 // installScript installs a database lease (ARGV base, ceiling) into a
 // conversation's allocator without ever moving it backwards. A block that
@@ -128,7 +168,7 @@ type Accepter struct {
 // replica wait and the lost-message check.
 func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int64, idemTTL time.Duration, opts ...AcceptOption) *Accepter {
 	a := &Accepter{rdb: rdb, keys: keys, leaser: leaser, block: block, idemTTL: idemTTL, opt: acceptOptions{fence: true},
-		batch: newEvalBatcher(rdb, acceptScript)}
+		batch: newMultiEvalBatcher(rdb, acceptScript, acceptBatchScript)}
 	for _, o := range opts {
 		o(&a.opt)
 	}

@@ -273,3 +273,52 @@ func testFenceNeverReissuesSeqsLostWithAMaster(t *testing.T, f *fixture) {
 		t.Fatalf("unfenced accept got %d; the scenario should reproduce the reissue of 5", b.Seq)
 	}
 }
+
+// Concurrent accepts on every topology go out in batches (one script call
+// per shard on a cluster's nodes): every message gets a seq of its own in
+// its conversation, and a retry gets its original's.
+func TestConcurrentBatchedAcceptsOnTopologies(t *testing.T) {
+	onTopologies(t, 1000, func(t *testing.T, f *fixture) {
+		ctx := context.Background()
+		const senders, each = 16, 25
+		type key struct {
+			conv string
+			seq  int64
+		}
+		var mu sync.Mutex
+		seen := map[key]string{}
+		var wg sync.WaitGroup
+		for s := range senders {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range each {
+					m := msg(fmt.Sprint("u", s), fmt.Sprint("peer", i%4), fmt.Sprint("c", i))
+					first, err := f.acc.Accept(ctx, streams.AcceptRequest{Msg: m, Route: streams.SaveFirst, Append: true})
+					if err != nil {
+						t.Error(err)
+						return
+					}
+					retry := m
+					retry.ServerMsgID = "retry"
+					again, err := f.acc.Accept(ctx, streams.AcceptRequest{Msg: retry, Route: streams.SaveFirst, Append: true})
+					if err != nil || first.Duplicate || !again.Duplicate || again.Seq != first.Seq || again.ServerMsgID != m.ServerMsgID {
+						t.Errorf("%s: first %+v, retry %+v, %v", m.ClientMsgID, first, again, err)
+						return
+					}
+					mu.Lock()
+					k := key{m.ConversationID, first.Seq}
+					if prev, dup := seen[k]; dup {
+						t.Errorf("seq %d of %s issued to %s and %s", first.Seq, m.ConversationID, prev, m.ServerMsgID)
+					}
+					seen[k] = m.ServerMsgID
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		if len(seen) != senders*each {
+			t.Fatalf("%d seqs for %d messages", len(seen), senders*each)
+		}
+	})
+}

@@ -3,6 +3,8 @@ package streams
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -29,6 +31,27 @@ func (r *roundTrips) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 }
 func (r *roundTrips) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error { r.n.Add(1); return next(ctx, cmds) }
+}
+
+// scriptCalls counts EVAL and EVALSHA commands, in pipelines too.
+type scriptCalls struct{ n atomic.Int64 }
+
+func (s *scriptCalls) count(cmd redis.Cmder) {
+	if name := cmd.Name(); name == "evalsha" || name == "eval" {
+		s.n.Add(1)
+	}
+}
+func (s *scriptCalls) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (s *scriptCalls) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error { s.count(cmd); return next(ctx, cmd) }
+}
+func (s *scriptCalls) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			s.count(c)
+		}
+		return next(ctx, cmds)
+	}
 }
 
 // Concurrent calls each get their own reply, every call runs exactly once,
@@ -96,5 +119,66 @@ func TestEvalBatcherReloadsAfterNoScript(t *testing.T) {
 	}
 	if n, _ := rdb.Get(context.Background(), "n").Int(); n != 2 {
 		t.Fatalf("script ran %d times, want 2", n)
+	}
+}
+
+// A batch of accept calls of one shard runs as one acceptBatchScript call
+// and each call gets what a script call of its own would have answered:
+// a new message "ok", a retry of it "dup" with the original's values, a
+// call on a key of the wrong type its error (the calls after it still
+// run), and the fence's run_id on every reply.
+func TestAcceptBatchKeepsPerCallOutcomes(t *testing.T) {
+	rdb, prefix := storetest.Redis(t)
+	ctx := context.Background()
+	var sc scriptCalls
+	rdb.AddHook(&sc)
+	b := newMultiEvalBatcher(rdb, acceptScript, acceptBatchScript)
+	k := func(name string) string { return prefix + ":{s0}:" + name }
+	if err := rdb.HSet(ctx, k("seq:c"), "cur", 0, "ceil", 10).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, k("idem:bad"), "x", 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// The fence on: the allocator must carry this server's run_id.
+	node, err := rdb.Eval(ctx, `return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''`, nil).Text()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.HSet(ctx, k("seq:c"), "node", node).Err(); err != nil {
+		t.Fatal(err)
+	}
+	call := func(idem, id string) *evalCall {
+		return &evalCall{keys: []string{k("idem:" + idem), k("seq:c"), k("pend:c"), k("to_save")},
+			args: []any{id, 1000, 60000, "s", "body", "conn", 2000, "1", 9999999999999, 60000}, done: make(chan struct{}, 1)}
+	}
+	batch := []*evalCall{call("a", "m1"), call("a", "m1-retry"), call("bad", "m2"), call("b", "m3")}
+	if err := acceptBatchScript.Load(ctx, rdb).Err(); err != nil {
+		t.Fatal(err)
+	}
+	sc.n.Store(0)
+	b.send(ctx, batch)
+	if n := sc.n.Load(); n != 1 {
+		t.Errorf("one batch took %d script calls, want 1", n)
+	}
+	want := [][]string{
+		{"ok", "m1", "1", "1000", "0", node},
+		{"dup", "m1", "1", "1000", "0", node},
+		nil,
+		{"ok", "m3", "2", "1000", "0", node},
+	}
+	for i, c := range batch {
+		if i == 2 {
+			if c.err == nil || !strings.Contains(c.err.Error(), "WRONGTYPE") {
+				t.Errorf("call on a string key: %q, %v; want a WRONGTYPE error", c.res, c.err)
+			}
+			continue
+		}
+		if c.err != nil || !slices.Equal(c.res, want[i]) {
+			t.Errorf("call %d: %q, %v; want %q", i, c.res, c.err, want[i])
+		}
+	}
+	if n := rdb.XLen(ctx, k("to_save")).Val(); n != 2 {
+		t.Errorf("stream has %d entries, want 2", n)
 	}
 }

@@ -182,3 +182,22 @@ func TestRedisModes(t *testing.T) {
 		}
 	}
 }
+
+// The embedded default runs fewer stream shards unless streams.shards is
+// set; a deployment with MySQL and Redis keeps the general default.
+func TestEmbeddedShardsDefault(t *testing.T) {
+	secret := strings.Repeat("s", MinJWTSecretLen)
+	for _, tc := range []struct {
+		env  []string
+		want int
+	}{
+		{nil, EmbeddedShards},
+		{[]string{"NEXO_STREAMS_SHARDS=8"}, 8},
+		{[]string{"NEXO_MYSQL_DSN=x", "NEXO_REDIS_ADDR=127.0.0.1:6379", "NEXO_JWT_SECRET=" + secret}, Default().Streams.Shards},
+	} {
+		cfg, err := Load("", append([]string{}, tc.env...))
+		if err != nil || cfg.Streams.Shards != tc.want {
+			t.Errorf("%v: shards = %d, %v; want %d", tc.env, cfg.Streams.Shards, err, tc.want)
+		}
+	}
+}

@@ -111,8 +111,11 @@ func Load(path string, environ []string) (Config, error) {
 	cfg := Default()
 	if err := k.UnmarshalWithConf("", &cfg, koanf.UnmarshalConf{Tag: "koanf"}); err != nil {
 		errs = append(errs, fmt.Errorf("config: %w", err))
-	} else if err := cfg.Validate(); err != nil {
-		errs = append(errs, err)
+	} else {
+		cfg.applyEmbeddedDefaults(k.Exists)
+		if err := cfg.Validate(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if len(errs) > 0 {
 		return Config{}, errors.Join(errs...)

@@ -183,9 +183,10 @@ func TestRedisModes(t *testing.T) {
 	}
 }
 
-// The embedded default runs fewer stream shards unless streams.shards is
-// set; a deployment with MySQL and Redis keeps the general default.
-func TestEmbeddedShardsDefault(t *testing.T) {
+// The embedded default runs fewer stream shards and a shorter idempotency
+// TTL unless they are set; a deployment with MySQL and Redis keeps the
+// general defaults.
+func TestEmbeddedDefaults(t *testing.T) {
 	secret := strings.Repeat("s", MinJWTSecretLen)
 	for _, tc := range []struct {
 		env  []string
@@ -198,6 +199,19 @@ func TestEmbeddedShardsDefault(t *testing.T) {
 		cfg, err := Load("", append([]string{}, tc.env...))
 		if err != nil || cfg.Streams.Shards != tc.want {
 			t.Errorf("%v: shards = %d, %v; want %d", tc.env, cfg.Streams.Shards, err, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		env  []string
+		want time.Duration
+	}{
+		{nil, EmbeddedIdempotencyTTL},
+		{[]string{"NEXO_TWO_PHASE_IDEMPOTENCY_TTL=2h"}, 2 * time.Hour},
+		{[]string{"NEXO_MYSQL_DSN=x", "NEXO_REDIS_ADDR=127.0.0.1:6379", "NEXO_JWT_SECRET=" + secret}, Default().TwoPhase.IdempotencyTTL},
+	} {
+		cfg, err := Load("", append([]string{}, tc.env...))
+		if err != nil || cfg.TwoPhase.IdempotencyTTL != tc.want {
+			t.Errorf("%v: idempotency_ttl = %v, %v; want %v", tc.env, cfg.TwoPhase.IdempotencyTTL, err, tc.want)
 		}
 	}
 }

@@ -158,13 +158,18 @@ func redisTLS(cfg configs.RedisTLS) (*tls.Config, error) {
 // address and a stop function. Everything it holds lives in memory and is
 // lost when stop runs or the process exits.
 //
-// miniredis only expires keys when told to, and telling it walks and sorts
-// every key. Its ClockTTL mode does that on every command, so the cost of a
-// command grew with the number of keys (one idempotency record per message
-// for two_phase.idempotency_ttl): the embedded server served about 160
-// msg/s at one full core, falling as keys accumulated. Instead a ticker
-// advances TTLs every embeddedTTLTick, so keys expire at most that much
-// late (tokens, presence and leases have TTLs of seconds or more).
+// miniredis only expires keys when told to, and telling it (FastForward)
+// walks and sorts every key under its one lock. Its ClockTTL mode does that
+// on every command, so the cost of a command grew with the number of keys
+// (one idempotency record per message): the embedded server served about
+// 160 msg/s at one full core, falling as keys accumulated. Instead a ticker
+// advances TTLs, at least embeddedTTLTick apart and at most
+// embeddedTTLMaxTick, and ttlDutyCycle times as long as the last walk took:
+// the walk costs about 1 ms per 1,000 keys (0.1 s at 120,000), so with many
+// keys the walks cost at most 1/ttlDutyCycle of a core and stall commands
+// as rarely, and keys expire up to embeddedTTLMaxTick late (tokens,
+// presence and leases have TTLs of seconds or more; one process holds the
+// leases, so a late expiry hands nothing over).
 func StartEmbeddedRedis() (addr string, stop func(), err error) {
 	m, err := miniredis.Run()
 	if err != nil {
@@ -174,7 +179,7 @@ func StartEmbeddedRedis() (addr string, stop func(), err error) {
 	ticked := make(chan struct{})
 	go func() {
 		defer close(ticked)
-		t := time.NewTicker(embeddedTTLTick)
+		t := time.NewTimer(embeddedTTLTick)
 		defer t.Stop()
 		last := time.Now()
 		for {
@@ -184,6 +189,7 @@ func StartEmbeddedRedis() (addr string, stop func(), err error) {
 			case now := <-t.C:
 				m.FastForward(now.Sub(last))
 				last = now
+				t.Reset(nextTTLTick(time.Since(now)))
 			}
 		}
 	}()
@@ -191,8 +197,18 @@ func StartEmbeddedRedis() (addr string, stop func(), err error) {
 	return m.Addr(), func() { once.Do(func() { close(done); <-ticked; m.Close() }) }, nil
 }
 
-// embeddedTTLTick is how often the embedded Redis advances its TTLs.
-const embeddedTTLTick = 250 * time.Millisecond
+// The embedded Redis's TTL ticker (see StartEmbeddedRedis).
+const (
+	embeddedTTLTick    = 250 * time.Millisecond
+	embeddedTTLMaxTick = 10 * time.Second
+	ttlDutyCycle       = 100
+)
+
+// nextTTLTick is the wait before the next TTL walk after one that took
+// took.
+func nextTTLTick(took time.Duration) time.Duration {
+	return min(max(embeddedTTLTick, ttlDutyCycle*took), embeddedTTLMaxTick)
+}
 
 // Keys builds Redis key names under a configurable prefix (redis.key_prefix),
 // so several deployments or tests can share one Redis. Names follow the seed

@@ -311,7 +311,9 @@ func TestAbruptStopOfOneOfThreeInstances(t *testing.T) {
 		s, r := conv(i)
 		e.send(s, r, fmt.Sprint("after-", i), streams.SaveFirst)
 	}
-	e.rec.waitFor(t, "messages after the rejoin saved", 15*time.Second, func() bool { return len(e.rec.saved) == total+convs })
+	// The ACK(saved) pushes lost with c's last batch never come: count from
+	// what had arrived.
+	e.rec.waitFor(t, "messages after the rejoin saved", 15*time.Second, func() bool { return len(e.rec.saved) >= distinct+convs })
 	c2.stop(t)
 	b.stop(t)
 	a.stop(t)

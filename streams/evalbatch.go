@@ -5,20 +5,19 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/nexo-im/nexo/domain"
 )
 
 // evalBatcher runs one script for many concurrent callers with as few
-// round trips as possible: group commit without a timer. A caller that
-// finds no round trip in flight sends its call at once, alone (no added
-// latency at low load); calls that arrive while a round trip is in flight
-// queue up and go together, as one pipeline, as soon as it returns — so
-// under load one round trip (one write and one read system call on each
-// side) carries many accepts. Each leader sends one batch and hands the
-// next one to the first queued caller, so no caller waits for more than
-// the round trip in flight and its own.
+// round trips as possible (domain.GroupCommit: group commit without a
+// timer). A call that finds no round trip in flight goes at once, alone (no
+// added latency at low load); calls that arrive while a round trip is in
+// flight go together, as one pipeline, as soon as it returns — so under
+// load one round trip (one write and one read system call on each side)
+// carries many accepts.
 //
 // Calls in one pipeline run in arrival order; Redis runs each script
 // atomically as before, so nothing about a single call's semantics
@@ -34,23 +33,19 @@ type evalBatcher struct {
 	rdb    redis.UniversalClient
 	script *redis.Script
 	multi  *redis.Script // nil: every call is its own script call
-
-	mu    sync.Mutex
-	busy  bool // a leader is sending a batch
-	queue []*evalCall
+	gc     *domain.GroupCommit[evalArgs, []string]
 }
 
-type evalCall struct {
+type evalArgs struct {
 	keys []string
 	args []any
-	res  []string
-	err  error
-	lead bool          // woken to send the next batch, not with a result
-	done chan struct{} // receives once: result ready, or lead
 }
 
+// evalCall is one caller's script call in a batch.
+type evalCall = domain.Call[evalArgs, []string]
+
 func newEvalBatcher(rdb redis.UniversalClient, script *redis.Script) *evalBatcher {
-	return &evalBatcher{rdb: rdb, script: script}
+	return newMultiEvalBatcher(rdb, script, nil)
 }
 
 // newMultiEvalBatcher is newEvalBatcher whose batches run as one call of
@@ -62,56 +57,22 @@ func newEvalBatcher(rdb redis.UniversalClient, script *redis.Script) *evalBatche
 // script's writes); and reply with n entries, each a call's reply (an
 // array of strings) or {'err', message}.
 func newMultiEvalBatcher(rdb redis.UniversalClient, script, multi *redis.Script) *evalBatcher {
-	return &evalBatcher{rdb: rdb, script: script, multi: multi}
+	b := &evalBatcher{rdb: rdb, script: script, multi: multi}
+	b.gc = domain.NewGroupCommit(0, b.send)
+	return b
 }
 
 // run evaluates the script with keys and args and returns its reply as
 // strings. Errors are those of Script.Run (the caller classifies them).
 func (b *evalBatcher) run(ctx context.Context, keys []string, args []any) ([]string, error) {
-	c := &evalCall{keys: keys, args: args, done: make(chan struct{}, 1)}
-	b.mu.Lock()
-	b.queue = append(b.queue, c)
-	if b.busy {
-		b.mu.Unlock()
-		// A queued call is never abandoned (a leader may hand it the next
-		// batch); the round trip is bounded by the client's timeouts.
-		<-c.done
-		if !c.lead {
-			return c.res, c.err
-		}
-		b.mu.Lock()
-	}
-	b.busy = true
-	batch := b.queue
-	b.queue = nil
-	b.mu.Unlock()
-
-	// The batch carries other callers' calls: one caller's cancellation
-	// must not fail them.
-	b.send(context.WithoutCancel(ctx), batch)
-
-	b.mu.Lock()
-	if len(b.queue) > 0 {
-		next := b.queue[0]
-		next.lead = true
-		next.done <- struct{}{}
-	} else {
-		b.busy = false
-	}
-	b.mu.Unlock()
-	for _, o := range batch {
-		if o != c {
-			o.done <- struct{}{}
-		}
-	}
-	return c.res, c.err
+	return b.gc.Do(ctx, evalArgs{keys: keys, args: args})
 }
 
 // send runs every call of batch and fills in its result.
 func (b *evalBatcher) send(ctx context.Context, batch []*evalCall) {
 	if len(batch) == 1 {
 		c := batch[0]
-		c.res, c.err = b.script.Run(ctx, b.rdb, c.keys, c.args...).StringSlice()
+		c.Res, c.Err = b.script.Run(ctx, b.rdb, c.Req.keys, c.Req.args...).StringSlice()
 		return
 	}
 	groups := b.group(batch)
@@ -119,7 +80,7 @@ func (b *evalBatcher) send(ctx context.Context, batch []*evalCall) {
 	cmds := make([]*redis.Cmd, len(groups))
 	for i, g := range groups {
 		if len(g) == 1 {
-			cmds[i] = b.script.EvalSha(ctx, pipe, g[0].keys, g[0].args...)
+			cmds[i] = b.script.EvalSha(ctx, pipe, g[0].Req.keys, g[0].Req.args...)
 		} else {
 			keys, args := multiArgs(g)
 			cmds[i] = b.multi.EvalSha(ctx, pipe, keys, args...)
@@ -129,11 +90,11 @@ func (b *evalBatcher) send(ctx context.Context, batch []*evalCall) {
 	for i, g := range groups {
 		if len(g) == 1 {
 			c := g[0]
-			c.res, c.err = cmds[i].StringSlice()
-			if c.err != nil && redis.HasErrorPrefix(c.err, "NOSCRIPT") {
+			c.Res, c.Err = cmds[i].StringSlice()
+			if c.Err != nil && redis.HasErrorPrefix(c.Err, "NOSCRIPT") {
 				// Redis lost its script cache (restart, SCRIPT FLUSH): Run
 				// loads the script again, as the unbatched path does.
-				c.res, c.err = b.script.Run(ctx, b.rdb, c.keys, c.args...).StringSlice()
+				c.Res, c.Err = b.script.Run(ctx, b.rdb, c.Req.keys, c.Req.args...).StringSlice()
 			}
 			continue
 		}
@@ -159,7 +120,7 @@ func (b *evalBatcher) group(batch []*evalCall) [][]*evalCall {
 	}
 	at := make(map[string]int, 8)
 	for _, c := range batch {
-		tag, ok := hashTag(c.keys)
+		tag, ok := hashTag(c.Req.keys)
 		if !ok {
 			groups = append(groups, []*evalCall{c})
 			continue
@@ -198,9 +159,9 @@ func multiArgs(g []*evalCall) ([]string, []any) {
 	var keys []string
 	args := []any{len(g)}
 	for _, c := range g {
-		keys = append(keys, c.keys...)
-		args = append(args, len(c.keys), len(c.args))
-		args = append(args, c.args...)
+		keys = append(keys, c.Req.keys...)
+		args = append(args, len(c.Req.keys), len(c.Req.args))
+		args = append(args, c.Req.args...)
 	}
 	return keys, args
 }
@@ -213,12 +174,12 @@ func splitMulti(g []*evalCall, cmd *redis.Cmd) {
 	}
 	if err != nil {
 		for _, c := range g {
-			c.err = err
+			c.Err = err
 		}
 		return
 	}
 	for i, c := range g {
-		c.res, c.err = replyStrings(replies[i])
+		c.Res, c.Err = replyStrings(replies[i])
 	}
 }
 

@@ -107,12 +107,12 @@ func TestEvalBatcherReloadsAfterNoScript(t *testing.T) {
 	res := make([][]string, 2)
 	errs := make([]error, 2)
 	batch := []*evalCall{
-		{keys: []string{"a", "n"}, args: []any{"1"}, done: make(chan struct{}, 1)},
-		{keys: []string{"b", "n"}, args: []any{"2"}, done: make(chan struct{}, 1)},
+		{Req: evalArgs{keys: []string{"a", "n"}, args: []any{"1"}}},
+		{Req: evalArgs{keys: []string{"b", "n"}, args: []any{"2"}}},
 	}
 	b.send(context.Background(), batch)
 	for i, c := range batch {
-		res[i], errs[i] = c.res, c.err
+		res[i], errs[i] = c.Res, c.Err
 	}
 	if errs[0] != nil || errs[1] != nil || res[0][1] != "1" || res[1][1] != "2" {
 		t.Fatalf("after NOSCRIPT: %q %v", res, errs)
@@ -149,8 +149,8 @@ func TestAcceptBatchKeepsPerCallOutcomes(t *testing.T) {
 		t.Fatal(err)
 	}
 	call := func(idem, id string) *evalCall {
-		return &evalCall{keys: []string{k("idem:" + idem), k("seq:c"), k("pend:c"), k("to_save")},
-			args: []any{id, 1000, 60000, "s", "body", "conn", 2000, "1", 9999999999999, 60000}, done: make(chan struct{}, 1)}
+		return &evalCall{Req: evalArgs{keys: []string{k("idem:" + idem), k("seq:c"), k("pend:c"), k("to_save")},
+			args: []any{id, 1000, 60000, "s", "body", "conn", 2000, "1", 9999999999999, 60000}}}
 	}
 	batch := []*evalCall{call("a", "m1"), call("a", "m1-retry"), call("bad", "m2"), call("b", "m3")}
 	if err := acceptBatchScript.Load(ctx, rdb).Err(); err != nil {
@@ -169,13 +169,13 @@ func TestAcceptBatchKeepsPerCallOutcomes(t *testing.T) {
 	}
 	for i, c := range batch {
 		if i == 2 {
-			if c.err == nil || !strings.Contains(c.err.Error(), "WRONGTYPE") {
-				t.Errorf("call on a string key: %q, %v; want a WRONGTYPE error", c.res, c.err)
+			if c.Err == nil || !strings.Contains(c.Err.Error(), "WRONGTYPE") {
+				t.Errorf("call on a string key: %q, %v; want a WRONGTYPE error", c.Res, c.Err)
 			}
 			continue
 		}
-		if c.err != nil || !slices.Equal(c.res, want[i]) {
-			t.Errorf("call %d: %q, %v; want %q", i, c.res, c.err, want[i])
+		if c.Err != nil || !slices.Equal(c.Res, want[i]) {
+			t.Errorf("call %d: %q, %v; want %q", i, c.Res, c.Err, want[i])
 		}
 	}
 	if n := rdb.XLen(ctx, k("to_save")).Val(); n != 2 {

@@ -701,7 +701,7 @@ func Default() Config {
 				AllowedHeaders: []string{"Authorization", "Content-Type", "token", "operationID"},
 				MaxAge:         10 * time.Minute,
 			}},
-		MySQL:  MySQL{MaxOpenConns: 32, MaxIdleConns: 16, ConnMaxLifetime: time.Hour},
+		MySQL:  MySQL{MaxOpenConns: 32, MaxIdleConns: 32, ConnMaxLifetime: time.Hour},
 		SQLite: SQLite{Path: "./data/nexo.db"},
 		Redis:  Redis{Mode: RedisStandalone, PoolSize: 64, KeyPrefix: "nexo", MemoryDegradedRatio: 0.9},
 		JWT:    JWT{TTL: 24 * time.Hour, Issuer: "nexo"},

@@ -107,3 +107,10 @@ const SystemClientMsgIDPrefix = "sys:"
 func IsReservedClientMsgID(id string) bool {
 	return len(id) >= len(SystemClientMsgIDPrefix) && strings.EqualFold(id[:len(SystemClientMsgIDPrefix)], SystemClientMsgIDPrefix)
 }
+
+// ClientMsgKey is a message's idempotency key: client_msg_id is unique
+// per sender (uk_sender_client_msg).
+type ClientMsgKey struct {
+	SenderID    string
+	ClientMsgID string
+}

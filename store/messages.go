@@ -94,7 +94,7 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 		}
 		for i := range msgs {
 			m := &msgs[i]
-			orig, ok := stored[clientKey{m.SenderID, m.ClientMsgID}]
+			orig, ok := stored[domain.ClientMsgKey{SenderID: m.SenderID, ClientMsgID: m.ClientMsgID}]
 			switch {
 			case !ok:
 				results[i] = SaveResult{Outcome: SeqTaken}
@@ -152,20 +152,36 @@ func (r *MessageRepo) readRevoked(tx *gorm.DB, msgs []domain.Message, results []
 	return nil
 }
 
-type clientKey struct{ sender, clientMsgID string }
-
-func (r *MessageRepo) lookupByClientID(tx *gorm.DB, msgs []domain.Message) (map[clientKey]domain.Message, error) {
-	pairs := make([][]any, 0, len(msgs))
+func (r *MessageRepo) lookupByClientID(tx *gorm.DB, msgs []domain.Message) (map[domain.ClientMsgKey]domain.Message, error) {
+	keys := make([]domain.ClientMsgKey, len(msgs))
 	for i := range msgs {
-		pairs = append(pairs, []any{msgs[i].SenderID, msgs[i].ClientMsgID})
+		keys[i] = domain.ClientMsgKey{SenderID: msgs[i].SenderID, ClientMsgID: msgs[i].ClientMsgID}
+	}
+	return byClientMsgIDs(tx, keys)
+}
+
+// ByClientMsgIDs returns the saved messages among keys, in one query on
+// uk_sender_client_msg; a key with no saved message is absent from the
+// map. Errors are the database's.
+func (r *MessageRepo) ByClientMsgIDs(ctx context.Context, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {
+	if len(keys) == 0 {
+		return map[domain.ClientMsgKey]domain.Message{}, nil
+	}
+	return byClientMsgIDs(r.db.Gorm.WithContext(ctx), keys)
+}
+
+func byClientMsgIDs(db *gorm.DB, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {
+	pairs := make([][]any, len(keys))
+	for i, k := range keys {
+		pairs[i] = []any{k.SenderID, k.ClientMsgID}
 	}
 	var found []messageRow
-	if err := tx.Where("(sender_id, client_msg_id) IN ?", pairs).Find(&found).Error; err != nil {
-		return nil, fmt.Errorf("resolve %d saved messages: %w", len(msgs), err)
+	if err := db.Where("(sender_id, client_msg_id) IN ?", pairs).Find(&found).Error; err != nil {
+		return nil, fmt.Errorf("look up %d messages by client_msg_id: %w", len(keys), err)
 	}
-	out := make(map[clientKey]domain.Message, len(found))
+	out := make(map[domain.ClientMsgKey]domain.Message, len(found))
 	for i := range found {
-		out[clientKey{found[i].SenderID, found[i].ClientMsgID}] = fromMessageRow(&found[i])
+		out[domain.ClientMsgKey{SenderID: found[i].SenderID, ClientMsgID: found[i].ClientMsgID}] = fromMessageRow(&found[i])
 	}
 	return out, nil
 }

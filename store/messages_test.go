@@ -172,6 +172,17 @@ func TestSaveBatchContract(t *testing.T) {
 			if _, err := msgs.ByClientMsgID(ctx, "alice", "c5"); err == nil {
 				t.Error("placeholder took the original client_msg_id")
 			}
+
+			// Batched lookup: saved keys are found, the others absent.
+			keys := []domain.ClientMsgKey{{SenderID: "alice", ClientMsgID: "c1"}, {SenderID: "alice", ClientMsgID: "c5"},
+				{SenderID: "bob", ClientMsgID: "nope"}, {SenderID: "alice", ClientMsgID: "c4"}}
+			found, err := msgs.ByClientMsgIDs(ctx, keys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(found) != 2 || found[keys[0]].Seq != 1 || found[keys[3]].Seq != 4 {
+				t.Errorf("by client_msg_ids = %+v", found)
+			}
 		})
 	}
 }

@@ -38,13 +38,6 @@ type Leaser interface {
 	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
 }
 
-// Originals finds an already saved message by its sender and client_msg_id
-// (store.MessageRepo, through uk_sender_client_msg); domain.ErrMessageNotFound
-// when there is none.
-type Originals interface {
-	ByClientMsgID(ctx context.Context, senderID, clientMsgID string) (domain.Message, error)
-}
-
 // Users tells which user IDs exist (store.UserRepo).
 type Users interface {
 	Existing(ctx context.Context, ids []string) (map[string]bool, error)
@@ -106,7 +99,7 @@ type Service struct {
 	users     *knownUsers
 	groups    GroupGate
 	fanout    Fanout
-	originals Originals
+	originals *originalLookup // nil: no check
 	log       *slog.Logger
 	metrics   *sendMetrics
 	hook      SendHook
@@ -148,7 +141,7 @@ type Deps struct {
 func NewService(d Deps) *Service {
 	return &Service{
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
-		users: newKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: d.Originals, log: d.Log, audit: d.Audit,
+		users: newKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
 		offenders: d.DeadSenders,
 	}
@@ -234,13 +227,14 @@ func (s *Service) checkOffender(sender string) error {
 // two_phase.idempotency_ttl only, and not at all after it lost its data
 // (the embedded mode's every restart), so without this check such a retry
 // would get a new seq and only its later ACK(saved) would name the
-// original. It costs one point query on uk_sender_client_msg per send; a
-// database error skips it (the save stage still refuses the duplicate).
+// original. It costs one point query on uk_sender_client_msg per send,
+// shared with the concurrent sends' (originalLookup); a database error
+// skips it (the save stage still refuses the duplicate).
 func (s *Service) savedOriginal(ctx context.Context, m *domain.Message) (AckJSON, bool) {
 	if s.originals == nil {
 		return AckJSON{}, false
 	}
-	orig, err := s.originals.ByClientMsgID(ctx, m.SenderID, m.ClientMsgID)
+	orig, err := s.originals.find(ctx, domain.ClientMsgKey{SenderID: m.SenderID, ClientMsgID: m.ClientMsgID})
 	switch {
 	case errors.Is(err, domain.ErrMessageNotFound):
 		return AckJSON{}, false

@@ -1,0 +1,56 @@
+package chat
+
+import (
+	"context"
+
+	"github.com/nexo-im/nexo/domain"
+)
+
+// Originals finds already saved messages by sender and client_msg_id
+// (store.MessageRepo, one query on uk_sender_client_msg); a key with no
+// saved message is absent from the map.
+type Originals interface {
+	ByClientMsgIDs(ctx context.Context, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error)
+}
+
+// maxLookupBatch bounds one duplicate lookup's IN list.
+const maxLookupBatch = 256
+
+// originalLookup is the accept-time duplicate check of every send, group
+// committed: the lookups of concurrent sends go to the database as one
+// query (domain.GroupCommit), so under load the check costs one round trip
+// per batch instead of one per message, and at low load a lookup goes at
+// once, alone.
+type originalLookup struct {
+	gc *domain.GroupCommit[domain.ClientMsgKey, domain.Message]
+}
+
+func newOriginalLookup(o Originals) *originalLookup {
+	if o == nil {
+		return nil
+	}
+	return &originalLookup{gc: domain.NewGroupCommit(maxLookupBatch,
+		func(ctx context.Context, batch []*domain.Call[domain.ClientMsgKey, domain.Message]) {
+			keys := make([]domain.ClientMsgKey, len(batch))
+			for i, c := range batch {
+				keys[i] = c.Req
+			}
+			found, err := o.ByClientMsgIDs(ctx, keys)
+			for _, c := range batch {
+				switch m, ok := found[c.Req]; {
+				case err != nil:
+					c.Err = err
+				case ok:
+					c.Res = m
+				default:
+					c.Err = domain.ErrMessageNotFound
+				}
+			}
+		})}
+}
+
+// find returns the saved message with key's sender and client_msg_id;
+// domain.ErrMessageNotFound when there is none, or the database's error.
+func (l *originalLookup) find(ctx context.Context, key domain.ClientMsgKey) (domain.Message, error) {
+	return l.gc.Do(ctx, key)
+}

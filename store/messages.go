@@ -160,14 +160,20 @@ func (r *MessageRepo) lookupByClientID(tx *gorm.DB, msgs []domain.Message) (map[
 	return byClientMsgIDs(tx, keys)
 }
 
+// identityColumns are what an ACK of a saved message needs.
+const identityColumns = "server_msg_id, client_msg_id, sender_id, conversation_id, seq, send_at, status"
+
 // ByClientMsgIDs returns the saved messages among keys, in one query on
 // uk_sender_client_msg; a key with no saved message is absent from the
-// map. Errors are the database's.
+// map. Only the identity fields are read — ServerMsgID, ClientMsgID,
+// SenderID, ConversationID, Seq, SendAt, Status — not the content: it
+// answers the accept-time duplicate check, once per send. Errors are the
+// database's.
 func (r *MessageRepo) ByClientMsgIDs(ctx context.Context, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {
 	if len(keys) == 0 {
 		return map[domain.ClientMsgKey]domain.Message{}, nil
 	}
-	return byClientMsgIDs(r.db.Gorm.WithContext(ctx), keys)
+	return byClientMsgIDs(r.db.Gorm.WithContext(ctx).Select(identityColumns), keys)
 }
 
 func byClientMsgIDs(db *gorm.DB, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {

@@ -180,7 +180,8 @@ func TestSaveBatchContract(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(found) != 2 || found[keys[0]].Seq != 1 || found[keys[3]].Seq != 4 {
+			if len(found) != 2 || found[keys[0]].Seq != 1 || found[keys[3]].Seq != 4 || found[keys[3]].ServerMsgID != "srv-alice-c4-4" ||
+				found[keys[3]].ConversationID != conv || found[keys[3]].SendAt == 0 {
 				t.Errorf("by client_msg_ids = %+v", found)
 			}
 		})

@@ -151,8 +151,8 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		}})
 	}
 
-	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, pusher, groupFanout, noPush, a.metrics, a.log)
-	a.add(component{name: "push queue", run: func(ctx context.Context) error { return fanout.Run(ctx, a.cfg.Push.Workers) }})
+	fanout := chat.NewAsyncFanout(a.cfg.Push.QueueSize, a.cfg.Push.Workers, pusher, groupFanout, noPush, a.metrics, a.log)
+	a.add(component{name: "push queue", run: func(ctx context.Context) error { return fanout.Run(ctx) }})
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
 	svc := chat.NewService(chat.Deps{

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"hash/maphash"
 	"log/slog"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -98,9 +99,15 @@ type GroupFanout interface {
 
 // AsyncFanout is the synchronous path's push queue: Deliver never blocks;
 // when the bounded queue is full the push is dropped and counted, and
-// clients catch up by pull (the message is already saved).
+// clients catch up by pull (the message is already saved). A conversation's
+// pushes always go through the same lane (one queue, one worker), so they
+// leave in the order they were queued: one sender's in seq order (its
+// requests are handled in order); two senders' concurrent messages in the
+// order their saves finished, which clients put in seq order
+// (docs/protocol.md).
 type AsyncFanout struct {
-	queue   chan fanoutJob
+	lanes   []chan fanoutJob
+	seed    maphash.Seed
 	push    *Pusher
 	groups  GroupFanout
 	filter  PushFilter
@@ -119,12 +126,17 @@ type PushFilter interface {
 	NoPush(ctx context.Context, userID, conversationID string) bool
 }
 
-// NewAsyncFanout returns a fanout queue of size entries; Run drains it.
-// groups may be nil until group chat is wired; filter nil pushes every
-// single chat to its receiver.
-func NewAsyncFanout(size int, push *Pusher, groups GroupFanout, filter PushFilter, reg prometheus.Registerer, log *slog.Logger) *AsyncFanout {
+// NewAsyncFanout returns a fanout queue of size entries in all, drained by
+// workers lanes (push.workers; at least 1) once Run runs. groups may be nil
+// until group chat is wired; filter nil pushes every single chat to its
+// receiver.
+func NewAsyncFanout(size, workers int, push *Pusher, groups GroupFanout, filter PushFilter, reg prometheus.Registerer, log *slog.Logger) *AsyncFanout {
+	lanes := make([]chan fanoutJob, max(workers, 1))
+	for i := range lanes {
+		lanes[i] = make(chan fanoutJob, max(size/len(lanes), 1))
+	}
 	a := &AsyncFanout{
-		queue: make(chan fanoutJob, size), push: push, groups: groups, filter: filter, log: log,
+		lanes: lanes, seed: maphash.MakeSeed(), push: push, groups: groups, filter: filter, log: log,
 		dropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "push_dropped_total",
 			Help: "Pushes of the synchronous path dropped because the push queue was full (clients pull).",
@@ -138,30 +150,31 @@ func NewAsyncFanout(size int, push *Pusher, groups GroupFanout, filter PushFilte
 
 // Deliver queues the pushes of a saved message.
 func (a *AsyncFanout) Deliver(m *domain.Message, exceptConn string) {
+	lane := a.lanes[maphash.String(a.seed, m.ConversationID)%uint64(len(a.lanes))]
 	select {
-	case a.queue <- fanoutJob{m: *m, exceptConn: exceptConn}:
+	case lane <- fanoutJob{m: *m, exceptConn: exceptConn}:
 	default:
 		a.dropped.Inc()
 	}
 }
 
-// Run drains the queue with workers goroutines until ctx is cancelled.
-func (a *AsyncFanout) Run(ctx context.Context, workers int) error {
+// Run drains the lanes, one goroutine each, until ctx is cancelled.
+func (a *AsyncFanout) Run(ctx context.Context) error {
 	done := make(chan struct{})
-	for i := 0; i < max(workers, 1); i++ {
+	for _, lane := range a.lanes {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for {
 				select {
 				case <-ctx.Done():
 					return
-				case j := <-a.queue:
+				case j := <-lane:
 					a.deliver(ctx, &j)
 				}
 			}
 		}()
 	}
-	for i := 0; i < max(workers, 1); i++ {
+	for range a.lanes {
 		<-done
 	}
 	return nil

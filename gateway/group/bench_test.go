@@ -209,7 +209,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 	acc := streams.NewAccepter(e.rdb, keys, seqs, 1000, time.Hour)
 	pusher := chat.NewPusher(registry, quiet)
 	svc := chat.NewService(chat.Deps{Mode: chat.NewMode(cfg.TwoPhase), Msg: cfg.Msg, Accepter: acc, Saver: msgs, Leaser: seqs,
-		Users: e.users, Groups: members, Fanout: chat.NewAsyncFanout(16, pusher, fanout, nil, nil, quiet), Log: quiet})
+		Users: e.users, Groups: members, Fanout: chat.NewAsyncFanout(16, 1, pusher, fanout, nil, nil, quiet), Log: quiet})
 	m := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: keys, Redis: e.rdb, Messages: msgs, Seqs: seqs, Allocator: acc,
 		Pusher: pusher, Metrics: m, Log: quiet, MaxAttempts: 3})

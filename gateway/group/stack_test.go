@@ -41,7 +41,7 @@ func newStack(t *testing.T, mode configs.TwoPhase) *stack {
 	msgs := store.NewMessageRepo(e.db)
 	acc := streams.NewAccepter(e.rdb, keys, seqs, 100, time.Hour)
 	pusher := chat.NewPusher(e.reg, quiet)
-	async := chat.NewAsyncFanout(4096, pusher, e.fanout, nil, nil, quiet)
+	async := chat.NewAsyncFanout(4096, 2, pusher, e.fanout, nil, nil, quiet)
 	svc := chat.NewService(chat.Deps{Mode: chat.NewMode(mode), Msg: e.cfg.Msg, Accepter: acc, Saver: msgs, Leaser: seqs,
 		Users: e.users, Groups: e.members, Fanout: async, Log: quiet})
 	metrics := workers.NewMetrics(nil)
@@ -53,7 +53,7 @@ func newStack(t *testing.T, mode configs.TwoPhase) *stack {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)
 	go func() { _ = p.Run(ctx); done <- struct{}{} }()
-	go func() { _ = async.Run(ctx, 2); done <- struct{}{} }()
+	go func() { _ = async.Run(ctx); done <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-done; <-done })
 	return &stack{env: e, chat: svc, puller: chat.NewPuller(msgs, seqs, e.members, streams.NewInFlightReader(e.rdb, keys)), svc: e.service(svc), seqs: seqs}
 }

@@ -201,7 +201,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	// A TTL far beyond any test: a setting reaches the pushes through the
 	// invalidation in Conversations.Update, not through expiry.
 	e.noPush = state.NewNoPushCache(e.convRepo, time.Hour, quiet)
-	e.async = chat.NewAsyncFanout(4096, pusher, fanout, e.noPush, nil, quiet)
+	e.async = chat.NewAsyncFanout(4096, 2, pusher, fanout, e.noPush, nil, quiet)
 	e.chat = chat.NewService(chat.Deps{Mode: chat.NewMode(o.mode), Msg: cfg.Msg,
 		Accepter: state.NewMentionGate(e.accepter, e.members), Saver: e.msgs, Leaser: e.seqs,
 		Users: users, Groups: e.members, Fanout: e.async, Originals: e.msgs, Log: quiet})
@@ -228,7 +228,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	if err := e.pipeline.EnsureGroups(bg); err != nil {
 		t.Fatal(err)
 	}
-	e.run(func(ctx context.Context) { _ = e.async.Run(ctx, 2) })
+	e.run(func(ctx context.Context) { _ = e.async.Run(ctx) })
 	e.run(func(ctx context.Context) { _ = e.writer.Run(ctx) })
 	if !o.noStages {
 		e.startStages()

@@ -1,0 +1,84 @@
+package chat
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/ws"
+)
+
+// seqRecorder is a Registry that records the seq of every 2001 it pushes,
+// per conversation, and is slow on odd seqs so that a second worker would
+// overtake.
+type seqRecorder struct {
+	mu   sync.Mutex
+	seqs map[string][]int64
+	n    int
+}
+
+func (r *seqRecorder) PushToUser(ctx context.Context, userID string, f ws.Frame, exceptConn string) int {
+	return r.PushToUsers(ctx, []string{userID}, f, exceptConn)
+}
+
+func (r *seqRecorder) PushToUsers(_ context.Context, _ []string, f ws.Frame, _ string) int {
+	var fr struct {
+		Data MessageJSON `json:"data"`
+	}
+	_ = json.Unmarshal(f.Bytes(), &fr)
+	if fr.Data.Seq%2 == 1 {
+		time.Sleep(100 * time.Microsecond) // makes overtaking likely; not synchronisation
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seqs[fr.Data.ConversationID] = append(r.seqs[fr.Data.ConversationID], fr.Data.Seq)
+	r.n++
+	return 1
+}
+
+func (r *seqRecorder) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.n
+}
+
+// With several workers, one conversation's pushes still leave in the order
+// they were queued (the bench saw receivers' reorders with two-phase off
+// when any worker could take any push).
+func TestAsyncFanoutKeepsConversationOrder(t *testing.T) {
+	rec := &seqRecorder{seqs: map[string][]int64{}}
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	a := NewAsyncFanout(4096, 8, NewPusher(rec, quiet), nil, nil, nil, quiet)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = a.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	const convs, perConv = 4, 200
+	for seq := int64(1); seq <= perConv; seq++ {
+		for c := 0; c < convs; c++ {
+			id := string(rune('a'+c)) + "_x"
+			a.Deliver(&domain.Message{ServerMsgID: "m", ConversationID: "si_" + id, Seq: seq, SenderID: "s", RecvID: "r",
+				SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "t"}}, "")
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for rec.count() < convs*perConv {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d pushes", rec.count(), convs*perConv)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	for conv, seqs := range rec.seqs {
+		for i, s := range seqs {
+			if s != int64(i+1) {
+				t.Fatalf("%s: push %d carried seq %d (order %v...)", conv, i, s, seqs[:min(i+3, len(seqs))])
+			}
+		}
+	}
+}

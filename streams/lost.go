@@ -45,7 +45,45 @@ type lostCheck struct {
 
 	mu     sync.Mutex
 	nodes  map[int]string
-	recent map[int][]recentAccept
+	recent map[int]*acceptRing
+}
+
+// acceptRing holds a shard's recent accepts, oldest first, in a circular
+// buffer: a sliding window of tens of thousands of entries, where a slice
+// that drops its front would copy them all every time it grows.
+type acceptRing struct {
+	buf     []recentAccept
+	head, n int
+}
+
+// push appends r, first dropping from the front what is older than window
+// and what would exceed limit entries.
+func (q *acceptRing) push(r recentAccept, window time.Duration, limit int) {
+	for q.n > 0 && (q.n >= limit || r.at.Sub(q.buf[q.head].at) > window) {
+		q.buf[q.head] = recentAccept{}
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
+	}
+	if q.n == len(q.buf) {
+		q.grow(limit)
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = r
+	q.n++
+}
+
+func (q *acceptRing) grow(limit int) {
+	next := make([]recentAccept, max(min(2*len(q.buf), limit), min(64, limit), 1))
+	q.n = copy(next, q.all())
+	q.buf, q.head = next, 0
+}
+
+// all returns the entries oldest first, in a new slice.
+func (q *acceptRing) all() []recentAccept {
+	out := make([]recentAccept, 0, q.n)
+	for i := 0; i < q.n; i++ {
+		out = append(out, q.buf[(q.head+i)%len(q.buf)])
+	}
+	return out
 }
 
 type recentAccept struct {
@@ -77,7 +115,7 @@ func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
 			Namespace: "nexo", Name: "seq_allocators_fenced_total",
 			Help: "Seq allocators found written by another Redis server and moved to a fresh database lease.",
 		}),
-		nodes: map[int]string{}, recent: map[int][]recentAccept{},
+		nodes: map[int]string{}, recent: map[int]*acceptRing{},
 	}
 	if o.reg != nil {
 		o.reg.MustRegister(c.lost, c.changes, c.fenced)
@@ -97,12 +135,12 @@ func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64)
 	}}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	list := append(c.recent[shard], r)
-	drop := 0
-	for drop < len(list) && (len(list)-drop > c.max || now.Sub(list[drop].at) > c.window) {
-		drop++
+	q := c.recent[shard]
+	if q == nil {
+		q = &acceptRing{}
+		c.recent[shard] = q
 	}
-	c.recent[shard] = list[drop:]
+	q.push(r, c.window, c.max)
 }
 
 // sawNode notes the server (run_id) that answered an accept of shard; a
@@ -119,8 +157,11 @@ func (c *lostCheck) sawNode(shard int, node string) {
 		return
 	}
 	// Everything remembered so far was accepted by an earlier server.
-	before := c.recent[shard]
-	c.recent[shard] = nil
+	var before []recentAccept
+	if q := c.recent[shard]; q != nil {
+		before = q.all()
+	}
+	delete(c.recent, shard)
 	c.mu.Unlock()
 	c.changes.Inc()
 	c.log.Warn("redis server of a stream shard changed (failover, restart or slot migration): checking recent accepts",

@@ -11,7 +11,7 @@ import (
 )
 
 // commitScript ends a stage's work on a batch atomically: check the shard
-// lease's fencing token (KEYS[4], ARGV[2]; ” skips the check), XADD each
+// lease's fence (KEYS[4], ARGV[2]: "token:run"; ” skips the check), XADD each
 // output entry to the next stage's stream (KEYS[2]) or the dead-letter
 // stream (KEYS[3]), mark idempotency records saved when they still exist —
 // pointing them at the original message when the entry was a late duplicate
@@ -25,7 +25,7 @@ import (
 // (KEYS[5+m..]): the seq to settle. Fenced out, it changes nothing and
 // answers the error "FENCED".
 var commitScript = redis.NewScript(`
-if ARGV[2] ~= '' and redis.call('HGET', KEYS[4], 'token') ~= ARGV[2] then
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[4], 'fence') ~= ARGV[2] then
   return redis.error_reply('FENCED shard lease lost')
 end
 local group = ARGV[1]
@@ -110,10 +110,13 @@ type Settled struct {
 	Seq int64
 }
 
-// Fence is a shard lease's key (Keys.Owner) and the token it was granted with.
+// Fence is a shard lease's key (Keys.Owner), the token it was granted
+// with, and the fence value the commit compares (ShardLeases.Fence: the
+// token qualified by the holding process's run).
 type Fence struct {
 	Key   string
 	Token int64
+	Value string
 }
 
 // IdemSaved marks an idempotency record saved. For a late duplicate,
@@ -142,7 +145,7 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 		fence = FenceFrom(ctx)
 	}
 	if fence != nil {
-		fenceKey, token = fence.Key, strconv.FormatInt(fence.Token, 10)
+		fenceKey, token = fence.Key, fence.Value
 	}
 	keys := make([]string, 0, 4+len(c.MarkSaved)+len(c.Settle))
 	keys = append(keys, c.Input, next, dead, fenceKey)

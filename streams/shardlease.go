@@ -2,6 +2,8 @@ package streams
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strconv"
@@ -15,45 +17,57 @@ import (
 // every stage commit of the shard checks the lease's fencing token inside
 // commit.lua (Commit.Fence), so a paused or partitioned old owner can never
 // acknowledge or forward an entry after the lease moved on. A token comes
-// from INCR on nexo:{sN}:epoch, so it only grows. Both keys carry the
-// shard's hash tag: every script here is Redis Cluster safe.
+// from INCR on nexo:{sN}:epoch, so it grows — unless a Redis failover loses
+// the last increments, when a new owner can be handed a token an old one
+// still holds. So what every check compares is the lease's fence, the
+// token qualified by the holding process's run (a random ID per
+// ShardLeases): a repeated token never matches another process's fence.
+// Both keys carry the shard's hash tag: every script here is Redis Cluster
+// safe.
 type ShardLeases struct {
 	rdb  redis.UniversalClient
 	keys Keys
+	run  string
 }
 
-// NewShardLeases returns the leases of keys' shards.
+// NewShardLeases returns the leases of keys' shards, held by this process.
 func NewShardLeases(rdb redis.UniversalClient, keys Keys) *ShardLeases {
-	return &ShardLeases{rdb: rdb, keys: keys}
+	b := make([]byte, 8)
+	_, _ = rand.Read(b) // crypto/rand never fails on Linux
+	return &ShardLeases{rdb: rdb, keys: keys, run: hex.EncodeToString(b)}
 }
 
-// acquireScript: KEYS owner, epoch; ARGV holder, ttl ms, now ms. Free (or
-// expired, or held under the same holder name by an earlier run of this
-// instance): a new token. Held by another holder: 0.
+// acquireScript: KEYS owner, epoch; ARGV holder, ttl ms, now ms, run. Free
+// (or expired, or held under the same holder name by an earlier run of
+// this instance): a new token, and the fence "token:run". Held by another
+// holder: 0.
 var acquireScript = redis.NewScript(`
 local h = redis.call('HGET', KEYS[1], 'holder')
 if h and h ~= ARGV[1] then return 0 end
 local t = redis.call('INCR', KEYS[2])
-redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'token', t, 'at', ARGV[3])
+redis.call('HSET', KEYS[1], 'holder', ARGV[1], 'token', t, 'fence', t .. ':' .. ARGV[4], 'at', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return t
 `)
 
-// renewScript: KEYS owner; ARGV token, ttl ms. 1 renewed, 0 lost.
+// renewScript: KEYS owner; ARGV fence, ttl ms. 1 renewed, 0 lost.
 var renewScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then
+if redis.call('HGET', KEYS[1], 'fence') == ARGV[1] then
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return 1
 end
 return 0
 `)
 
-// releaseScript: KEYS owner; ARGV token. Deletes the lease only if it is
+// releaseScript: KEYS owner; ARGV fence. Deletes the lease only if it is
 // still ours.
 var releaseScript = redis.NewScript(`
-if redis.call('HGET', KEYS[1], 'token') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+if redis.call('HGET', KEYS[1], 'fence') == ARGV[1] then return redis.call('DEL', KEYS[1]) end
 return 0
 `)
+
+// fence is the value the lease's fence field holds for token in this run.
+func (l *ShardLeases) fence(token int64) string { return strconv.FormatInt(token, 10) + ":" + l.run }
 
 // Acquire takes shard's lease for holder (an instance ID) for ttl. It
 // returns the fencing token, or 0 when another holder has it. Acquiring a
@@ -61,7 +75,7 @@ return 0
 // issues a new token, which fences out the earlier run.
 func (l *ShardLeases) Acquire(ctx context.Context, shard int, holder string, ttl time.Duration) (int64, error) {
 	t, err := acquireScript.Run(ctx, l.rdb, []string{l.keys.Owner(shard), l.keys.Epoch(shard)},
-		holder, ttl.Milliseconds(), time.Now().UnixMilli()).Int64()
+		holder, ttl.Milliseconds(), time.Now().UnixMilli(), l.run).Int64()
 	if err != nil {
 		return 0, classify(fmt.Sprintf("acquire shard %d", shard), err)
 	}
@@ -71,7 +85,7 @@ func (l *ShardLeases) Acquire(ctx context.Context, shard int, holder string, ttl
 // Renew extends the lease held with token by ttl; false when it is no
 // longer held with that token (it expired and may have moved on).
 func (l *ShardLeases) Renew(ctx context.Context, shard int, token int64, ttl time.Duration) (bool, error) {
-	n, err := renewScript.Run(ctx, l.rdb, []string{l.keys.Owner(shard)}, token, ttl.Milliseconds()).Int64()
+	n, err := renewScript.Run(ctx, l.rdb, []string{l.keys.Owner(shard)}, l.fence(token), ttl.Milliseconds()).Int64()
 	if err != nil {
 		return false, classify(fmt.Sprintf("renew shard %d", shard), err)
 	}
@@ -82,7 +96,7 @@ func (l *ShardLeases) Renew(ctx context.Context, shard int, token int64, ttl tim
 // the next owner need not wait for it to expire.
 func (l *ShardLeases) Release(ctx context.Context, shard int, token int64) error {
 	return classify(fmt.Sprintf("release shard %d", shard),
-		releaseScript.Run(ctx, l.rdb, []string{l.keys.Owner(shard)}, token).Err())
+		releaseScript.Run(ctx, l.rdb, []string{l.keys.Owner(shard)}, l.fence(token)).Err())
 }
 
 // RenewMany renews several leases in one round trip (a pipeline; on Redis
@@ -92,7 +106,7 @@ func (l *ShardLeases) RenewMany(ctx context.Context, tokens map[int]int64, ttl t
 	pipe := l.rdb.Pipeline()
 	cmds := make(map[int]*redis.Cmd, len(tokens))
 	for shard, token := range tokens {
-		cmds[shard] = renewScript.Eval(ctx, pipe, []string{l.keys.Owner(shard)}, token, ttl.Milliseconds())
+		cmds[shard] = renewScript.Eval(ctx, pipe, []string{l.keys.Owner(shard)}, l.fence(token), ttl.Milliseconds())
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, classify("renew shard leases", err)
@@ -112,7 +126,7 @@ func (l *ShardLeases) AcquireMany(ctx context.Context, shards []int, holder stri
 	cmds := make(map[int]*redis.Cmd, len(shards))
 	now := time.Now().UnixMilli()
 	for _, shard := range shards {
-		cmds[shard] = acquireScript.Eval(ctx, pipe, []string{l.keys.Owner(shard), l.keys.Epoch(shard)}, holder, ttl.Milliseconds(), now)
+		cmds[shard] = acquireScript.Eval(ctx, pipe, []string{l.keys.Owner(shard), l.keys.Epoch(shard)}, holder, ttl.Milliseconds(), now, l.run)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, classify("acquire shard leases", err)
@@ -126,7 +140,7 @@ func (l *ShardLeases) AcquireMany(ctx context.Context, shards []int, holder stri
 
 // Fence is the fence a commit of shard carries for token.
 func (l *ShardLeases) Fence(shard int, token int64) *Fence {
-	return &Fence{Key: l.keys.Owner(shard), Token: token}
+	return &Fence{Key: l.keys.Owner(shard), Token: token, Value: l.fence(token)}
 }
 
 // ShardOwner is one shard's lease as Redis holds it (GET /admin/cluster).

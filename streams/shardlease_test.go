@@ -149,3 +149,58 @@ func TestPruneRemovesOnlyConsumersWithNothingPending(t *testing.T) {
 		t.Fatalf("consumers left: %+v", cs)
 	}
 }
+
+// TestShardLeaseFencesARepeatedToken: a Redis failover that loses the last
+// INCR of a shard's epoch hands the next owner the very token the old one
+// holds; the fence is the token qualified by the holding process's run, so
+// the old owner is still refused (commit, renew and release alike).
+func TestShardLeaseFencesARepeatedToken(t *testing.T) {
+	rdb, prefix := storetest.Redis(t)
+	ctx := context.Background()
+	keys := streams.NewKeys(prefix, 2)
+	procA, procB := streams.NewShardLeases(rdb, keys), streams.NewShardLeases(rdb, keys)
+
+	tokA, err := procA.Acquire(ctx, 0, "a", time.Minute)
+	if err != nil || tokA <= 0 {
+		t.Fatalf("a acquires: %d %v", tokA, err)
+	}
+	// The failover: the new master never saw a's lease nor its INCR.
+	if err := rdb.Del(ctx, keys.Owner(0)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rdb.Set(ctx, keys.Epoch(0), tokA-1, 0).Err(); err != nil {
+		t.Fatal(err)
+	}
+	tokB, err := procB.Acquire(ctx, 0, "b", time.Minute)
+	if err != nil || tokB != tokA {
+		t.Fatalf("b acquires: token %d, want the repeated %d (%v)", tokB, tokA, err)
+	}
+
+	in, next := keys.ToSave(0), keys.ToDeliver(0)
+	if err := streams.EnsureGroup(ctx, rdb, in, streams.GroupSave); err != nil {
+		t.Fatal(err)
+	}
+	id := rdb.XAdd(ctx, &redis.XAddArgs{Stream: in, Values: map[string]any{"seq": 1}}).Val()
+	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: streams.GroupSave, Consumer: "a", Streams: []string{in, ">"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	commit := func(f *streams.Fence) error {
+		return streams.Commit{Input: in, Group: streams.GroupSave, Ack: []string{id}, Next: next,
+			ToNext: []streams.Entry{{ID: id}}, Fence: f}.Apply(ctx, rdb)
+	}
+	if err := commit(procA.Fence(0, tokA)); !errors.Is(err, streams.ErrFenced) {
+		t.Fatalf("old owner's commit with the repeated token: %v, want ErrFenced", err)
+	}
+	if ok, err := procA.Renew(ctx, 0, tokA, time.Minute); err != nil || ok {
+		t.Fatalf("old owner renewed b's lease: %v %v", ok, err)
+	}
+	if err := procA.Release(ctx, 0, tokA); err != nil {
+		t.Fatal(err)
+	}
+	if rdb.Exists(ctx, keys.Owner(0)).Val() != 1 {
+		t.Fatal("old owner's release deleted b's lease")
+	}
+	if err := commit(procB.Fence(0, tokB)); err != nil {
+		t.Fatalf("new owner's commit: %v", err)
+	}
+}

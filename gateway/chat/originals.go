@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"time"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -15,6 +16,11 @@ type Originals interface {
 
 // maxLookupBatch bounds one duplicate lookup's IN list.
 const maxLookupBatch = 256
+
+// lookupTimeout bounds one batched lookup: the batch runs without its
+// callers' cancellation, and a database that hangs must not hold every
+// send (a failed lookup lets the send go on; see savedOriginal).
+const lookupTimeout = 2 * time.Second
 
 // originalLookup is the accept-time duplicate check of every send, group
 // committed: the lookups of concurrent sends go to the database as one
@@ -35,6 +41,8 @@ func newOriginalLookup(o Originals) *originalLookup {
 			for i, c := range batch {
 				keys[i] = c.Req
 			}
+			ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+			defer cancel()
 			found, err := o.ByClientMsgIDs(ctx, keys)
 			for _, c := range batch {
 				switch m, ok := found[c.Req]; {

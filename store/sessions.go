@@ -93,9 +93,23 @@ func (s *Sessions) SetBackground(ctx context.Context, userID, connID string, pla
 	return nil
 }
 
-// Refresh renews the TTL of the user's sessions.
-func (s *Sessions) Refresh(ctx context.Context, userID string) error {
-	return s.rdb.PExpire(ctx, s.key(userID), s.ttl).Err()
+// Refresh renews the TTL of the sessions of userIDs, in one pipeline (on
+// Redis Cluster go-redis splits it by slot). The error is the first
+// failure; the other users are still renewed.
+func (s *Sessions) Refresh(ctx context.Context, userIDs []string) error {
+	if len(userIDs) == 0 {
+		return nil
+	}
+	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, u := range userIDs {
+			p.PExpire(ctx, s.key(u), s.ttl)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("refresh %d users' sessions: %w", len(userIDs), err)
+	}
+	return nil
 }
 
 // Disconnect removes a connection, records last_seen and reports whether

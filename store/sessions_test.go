@@ -59,3 +59,35 @@ func TestSessions(t *testing.T) {
 		})
 	}
 }
+
+// Refresh renews the sessions of every user it is given, in one call.
+func TestSessionsRefreshRenewsEveryUser(t *testing.T) {
+	for name, open := range storetest.RedisBackends() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			rdb, keys := open(t)
+			s := store.NewSessions(rdb, keys, "i1", time.Minute)
+			users := []string{"ann", "bob"}
+			for _, u := range users {
+				if _, err := s.Connect(ctx, u, "c-"+u, 1); err != nil {
+					t.Fatal(err)
+				}
+				if err := rdb.PExpire(ctx, keys.Key("sessions", "{"+u+"}"), time.Second).Err(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Refresh(ctx, users); err != nil {
+				t.Fatal(err)
+			}
+			for _, u := range users {
+				if ttl := rdb.PTTL(ctx, keys.Key("sessions", "{"+u+"}")).Val(); ttl < 30*time.Second {
+					t.Errorf("%s's sessions expire in %v after a refresh, want about a minute", u, ttl)
+				}
+			}
+			if err := s.Refresh(ctx, nil); err != nil {
+				t.Errorf("refresh of nobody: %v", err)
+			}
+		})
+	}
+}

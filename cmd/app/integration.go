@@ -141,6 +141,7 @@ func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *st
 	}
 	a.realtime = presence.NewRealtime(sessions, events, members, a.router, a.cfg.WS.PingInterval, a.log)
 	a.realtime.Register(a.ws)
+	a.add(component{name: "session renewal", run: a.realtime.Run})
 
 	serverapi.New(serverapi.Deps{
 		Keys: a.cfg.ServerAPI.Keys, Users: a.users, Tokens: a.tokens, Issuer: a.issuer, Passwords: a.passwords,

@@ -41,7 +41,7 @@ func (a *App) buildWebSocket(context.Context) error {
 				r.SessionStarted(ctx, c)
 			}
 			if rt := a.realtime; rt != nil {
-				// Session tracking lives as long as the connection.
+				// Recording the session must not delay the offline resend.
 				go rt.OnConnect(ctx, c)
 			}
 			if r := a.resender; r != nil {

@@ -23,7 +23,7 @@ import (
 type Sessions interface {
 	Connect(ctx context.Context, userID, connID string, platformID int) (first bool, err error)
 	SetBackground(ctx context.Context, userID, connID string, platformID int, background bool) error
-	Refresh(ctx context.Context, userID string) error
+	Refresh(ctx context.Context, userIDs []string) error
 	Disconnect(ctx context.Context, userID, connID string) (last bool, err error)
 	Lookup(ctx context.Context, userIDs []string) ([]store.UserPresence, error)
 }

@@ -53,45 +53,78 @@ type Realtime struct {
 	refresh  time.Duration
 	log      *slog.Logger
 	limiters sync.Map // conn id → *rate.Limiter
+
+	mu   sync.Mutex
+	live map[string]int // user → this instance's open connections
 }
 
 // NewRealtime returns the WebSocket side; refresh is how often a live
 // connection renews its session entry (ws.ping_interval). events may be nil.
 func NewRealtime(sessions Sessions, events Events, members Members, reg Registry, refresh time.Duration, log *slog.Logger) *Realtime {
-	return &Realtime{sessions: sessions, events: events, members: members, reg: reg, refresh: refresh, log: log}
+	return &Realtime{sessions: sessions, events: events, members: members, reg: reg, refresh: refresh, log: log,
+		live: map[string]int{}}
 }
 
-// OnConnect is the ws.Deps.OnConnect hook: it records the connection,
-// refreshes it while it lives and removes it when ctx ends (the
-// connection closed), emitting user_online / user_offline on the user's
-// first connect and last disconnect across all instances.
+// OnConnect is the ws.Deps.OnConnect hook: it records the connection and
+// arranges its removal when ctx ends (the connection closed), emitting
+// user_online / user_offline on the user's first connect and last
+// disconnect across all instances. It returns at once: no goroutine waits
+// per connection (context.AfterFunc), and Run renews every live user's
+// sessions in one pipeline per ws.ping_interval.
 func (r *Realtime) OnConnect(ctx context.Context, c *ws.Conn) {
 	user, conn, platform := c.UserID(), c.ID(), c.PlatformID()
+	r.track(user, 1)
 	first, err := r.sessions.Connect(ctx, user, conn, platform)
 	if err != nil {
 		r.log.Warn("record session failed", "user_id", user, "err", err)
 	} else if first && r.events != nil {
 		r.events.UserOnline(ctx, user, platform)
 	}
+	context.AfterFunc(ctx, func() {
+		r.track(user, -1)
+		r.limiters.Delete(conn)
+		bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		last, err := r.sessions.Disconnect(bg, user, conn)
+		if err != nil {
+			r.log.Warn("remove session failed", "user_id", user, "err", err)
+		} else if last && r.events != nil {
+			r.events.UserOffline(bg, user, platform)
+		}
+	})
+}
+
+func (r *Realtime) track(user string, delta int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if n := r.live[user] + delta; n > 0 {
+		r.live[user] = n
+	} else {
+		delete(r.live, user)
+	}
+}
+
+// Run renews the sessions of every user with a connection here, every
+// ws.ping_interval, until ctx ends. A failed renewal is logged; the next
+// one (well within ws.presence_ttl) repairs it.
+func (r *Realtime) Run(ctx context.Context) error {
 	tick := time.NewTicker(r.refresh)
 	defer tick.Stop()
 	for {
 		select {
-		case <-tick.C:
-			_ = r.sessions.Refresh(ctx, user)
-			continue
 		case <-ctx.Done():
+			return nil
+		case <-tick.C:
 		}
-		break
-	}
-	r.limiters.Delete(conn)
-	bg, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	last, err := r.sessions.Disconnect(bg, user, conn)
-	if err != nil {
-		r.log.Warn("remove session failed", "user_id", user, "err", err)
-	} else if last && r.events != nil {
-		r.events.UserOffline(bg, user, platform)
+		r.mu.Lock()
+		users := make([]string, 0, len(r.live))
+		for u := range r.live {
+			users = append(users, u)
+		}
+		r.mu.Unlock()
+		if err := r.sessions.Refresh(ctx, users); err != nil && ctx.Err() == nil {
+			r.log.Warn("renew sessions failed", "users", len(users), "err", err)
+		}
 	}
 }
 

@@ -68,8 +68,10 @@ func benchEnv(so serverOptions, prefix string) []string {
 		"NEXO_AUTH_BCRYPT_COST=4",
 		"NEXO_JWT_SECRET=" + hex.EncodeToString(secret),
 		"NEXO_WS_RATE_LIMIT=0",
-		// The bench registers and logs in thousands of users from one IP.
+		// The bench registers and logs in thousands of users from one IP,
+		// each on up to ten platforms (connect: one login per session).
 		"NEXO_LIMITS_LOGIN_IP_RATE=0",
+		"NEXO_LIMITS_LOGIN_ACCOUNT_RATE=0",
 		"NEXO_LIMITS_REGISTER_IP_RATE=0",
 		"NEXO_HTTP_MAX_CONNS_PER_IP=0",
 		"NEXO_LOG_LEVEL=warn",

@@ -312,10 +312,14 @@ func (s *suite) connect(ctx context.Context, name string) (SuiteEntry, error) {
 		"--connections", fmt.Sprint(n), "--duration", idle.String(), "--label", name,
 		"--out", jsonPath, "--html", htmlPath)
 	cmd.Stdout, cmd.Stderr = s.stdout, s.log
-	runErr := cmd.Run()
+	if err := cmd.Run(); err != nil {
+		// jsonPath may still hold an earlier suite's result: never take it
+		// for this run's.
+		return e, fmt.Errorf("connection storm: %w", err)
+	}
 	var res Result
 	if err := readJSON(jsonPath, &res); err != nil {
-		return e, errors.Join(runErr, err)
+		return e, err
 	}
 	// The child only knew a URL: record that the server was this process's.
 	res.Target.InProcess = true

@@ -58,8 +58,8 @@ type Realtime struct {
 	live map[string]int // user → this instance's open connections
 }
 
-// NewRealtime returns the WebSocket side; refresh is how often a live
-// connection renews its session entry (ws.ping_interval). events may be nil.
+// NewRealtime returns the WebSocket side; refresh is how often Run renews
+// the live users' session entries (ws.ping_interval). events may be nil.
 func NewRealtime(sessions Sessions, events Events, members Members, reg Registry, refresh time.Duration, log *slog.Logger) *Realtime {
 	return &Realtime{sessions: sessions, events: events, members: members, reg: reg, refresh: refresh, log: log,
 		live: map[string]int{}}

@@ -236,17 +236,6 @@ func (r *MessageRepo) BySeqs(ctx context.Context, conversationID string, seqs []
 	return fromMessageRows(rows), nil
 }
 
-// ByClientMsgID returns the stored message of (senderID, clientMsgID), or
-// domain.ErrMessageNotFound.
-func (r *MessageRepo) ByClientMsgID(ctx context.Context, senderID, clientMsgID string) (domain.Message, error) {
-	var row messageRow
-	err := r.db.Gorm.WithContext(ctx).Where("sender_id = ? AND client_msg_id = ?", senderID, clientMsgID).Take(&row).Error
-	if err != nil {
-		return domain.Message{}, mapErr(err, domain.ErrMessageNotFound)
-	}
-	return fromMessageRow(&row), nil
-}
-
 func toMessageRow(m *domain.Message, now int64) messageRow {
 	row := messageRow{
 		ConversationID: m.ConversationID, Seq: m.Seq, ClientMsgID: m.ClientMsgID, ServerMsgID: m.ServerMsgID,

@@ -2,7 +2,6 @@ package streams
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -235,14 +234,27 @@ func (c *lostCheck) missingRecords(ctx context.Context, rs []recentAccept) []rec
 	return out
 }
 
+// unsavedChunk bounds one lookup's IN list.
+const unsavedChunk = 256
+
 // unsaved returns the accepts with no saved message of their sender and
-// client_msg_id (the original, or a retry that replaced it).
+// client_msg_id (the original, or a retry that replaced it), one query per
+// unsavedChunk accepts; a chunk whose query fails counts as unsaved (the
+// next poll asks again).
 func (c *lostCheck) unsaved(ctx context.Context, rs []recentAccept) []recentAccept {
 	var out []recentAccept
-	for _, r := range rs {
-		_, err := c.lookup.ByClientMsgID(ctx, r.msg.SenderID, r.msg.ClientMsgID)
-		if errors.Is(err, domain.ErrMessageNotFound) || err != nil {
-			out = append(out, r)
+	for len(rs) > 0 {
+		chunk := rs[:min(len(rs), unsavedChunk)]
+		rs = rs[len(chunk):]
+		keys := make([]domain.ClientMsgKey, len(chunk))
+		for i, r := range chunk {
+			keys[i] = domain.ClientMsgKey{SenderID: r.msg.SenderID, ClientMsgID: r.msg.ClientMsgID}
+		}
+		found, err := c.lookup.ByClientMsgIDs(ctx, keys)
+		for i, r := range chunk {
+			if _, ok := found[keys[i]]; err != nil || !ok {
+				out = append(out, r)
+			}
 		}
 	}
 	return out

@@ -40,10 +40,10 @@ func WithReplicas(n int, timeout time.Duration) AcceptOption {
 	return func(o *acceptOptions) { o.replicas, o.waitTimeout = n, timeout }
 }
 
-// SavedLookup finds a saved message by sender and client_msg_id
-// (store.MessageRepo); the error is domain.ErrMessageNotFound when none is.
+// SavedLookup finds saved messages by sender and client_msg_id, many in
+// one query (store.MessageRepo); a key with none saved is absent.
 type SavedLookup interface {
-	ByClientMsgID(ctx context.Context, senderID, clientMsgID string) (domain.Message, error)
+	ByClientMsgIDs(ctx context.Context, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error)
 }
 
 // WithLostCheck turns on the lost-message check (see lostCheck): when the

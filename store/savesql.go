@@ -46,17 +46,23 @@ func inList(b *strings.Builder, n int) {
 	b.WriteString("?)")
 }
 
-// insertIgnoringConflicts is "INSERT ... VALUES ..." that skips a row
-// conflicting on any unique key: affected rows count inserted rows only
-// (MariaDB without RETURNING and clientFoundRows, SQLite's changes()).
-func (db *DB) insertIgnoringConflicts(table, columns string, width, rows int, anyKeyColumn string) string {
-	var b strings.Builder
+// insertValues writes "INSERT INTO table (columns) VALUES" and rows
+// placeholder tuples of width.
+func insertValues(b *strings.Builder, table, columns string, width, rows int) {
 	b.WriteString("INSERT INTO ")
 	b.WriteString(table)
 	b.WriteString(" (")
 	b.WriteString(columns)
 	b.WriteString(") VALUES ")
-	valuesList(&b, rows, width)
+	valuesList(b, rows, width)
+}
+
+// insertIgnoringConflicts is "INSERT ... VALUES ..." that skips a row
+// conflicting on any unique key: affected rows count inserted rows only
+// (MariaDB without RETURNING and clientFoundRows, SQLite's changes()).
+func (db *DB) insertIgnoringConflicts(table, columns string, width, rows int, anyKeyColumn string) string {
+	var b strings.Builder
+	insertValues(&b, table, columns, width, rows)
 	if db.Dialect == SQLite {
 		b.WriteString(" ON CONFLICT DO NOTHING")
 	} else {
@@ -69,12 +75,7 @@ func (db *DB) insertIgnoringConflicts(table, columns string, width, rows int, an
 // raises each of cols to the larger of the stored and the new value.
 func (db *DB) upsertGreatest(table, columns string, width, rows int, keys string, cols ...string) string {
 	var b strings.Builder
-	b.WriteString("INSERT INTO ")
-	b.WriteString(table)
-	b.WriteString(" (")
-	b.WriteString(columns)
-	b.WriteString(") VALUES ")
-	valuesList(&b, rows, width)
+	insertValues(&b, table, columns, width, rows)
 	if db.Dialect == SQLite {
 		b.WriteString(" ON CONFLICT (" + keys + ") DO UPDATE SET ")
 	} else {

@@ -26,6 +26,27 @@ func waitExpired(t *testing.T, rdb redis.UniversalClient, key string) {
 	}
 }
 
+// pendingOnShard0 leaves one entry of shard 0's save stream pending for
+// consumer "a" and returns the streams, its ID and a commit of it (ack and
+// forward to next) under a fence.
+func pendingOnShard0(t *testing.T, rdb redis.UniversalClient, keys streams.Keys) (in, next, id string, commit func(*streams.Fence) error) {
+	t.Helper()
+	ctx := context.Background()
+	in, next = keys.ToSave(0), keys.ToDeliver(0)
+	if err := streams.EnsureGroup(ctx, rdb, in, streams.GroupSave); err != nil {
+		t.Fatal(err)
+	}
+	id = rdb.XAdd(ctx, &redis.XAddArgs{Stream: in, Values: map[string]any{"seq": 1}}).Val()
+	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: streams.GroupSave, Consumer: "a", Streams: []string{in, ">"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	commit = func(f *streams.Fence) error {
+		return streams.Commit{Input: in, Group: streams.GroupSave, Ack: []string{id}, Next: next,
+			ToNext: []streams.Entry{{ID: id}}, Fence: f}.Apply(ctx, rdb)
+	}
+	return in, next, id, commit
+}
+
 // TestShardLeaseFencesAPausedOwner: an owner that lost its lease (paused
 // past the TTL while a peer took over) cannot commit: the commit script
 // refuses its token, so it neither acknowledges nor forwards anything; the
@@ -48,18 +69,7 @@ func TestShardLeaseFencesAPausedOwner(t *testing.T) {
 		t.Fatalf("a renews: %v %v", ok, err)
 	}
 
-	in, next := keys.ToSave(0), keys.ToDeliver(0)
-	if err := streams.EnsureGroup(ctx, rdb, in, streams.GroupSave); err != nil {
-		t.Fatal(err)
-	}
-	id := rdb.XAdd(ctx, &redis.XAddArgs{Stream: in, Values: map[string]any{"seq": 1}}).Val()
-	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: streams.GroupSave, Consumer: "a", Streams: []string{in, ">"}}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	commit := func(f *streams.Fence) error {
-		return streams.Commit{Input: in, Group: streams.GroupSave, Ack: []string{id}, Next: next,
-			ToNext: []streams.Entry{{ID: id}}, Fence: f}.Apply(ctx, rdb)
-	}
+	in, next, id, commit := pendingOnShard0(t, rdb, keys)
 
 	// a's last renewal gives it ttl; it pauses past it, and b takes the
 	// shard over with a higher token.
@@ -176,18 +186,7 @@ func TestShardLeaseFencesARepeatedToken(t *testing.T) {
 		t.Fatalf("b acquires: token %d, want the repeated %d (%v)", tokB, tokA, err)
 	}
 
-	in, next := keys.ToSave(0), keys.ToDeliver(0)
-	if err := streams.EnsureGroup(ctx, rdb, in, streams.GroupSave); err != nil {
-		t.Fatal(err)
-	}
-	id := rdb.XAdd(ctx, &redis.XAddArgs{Stream: in, Values: map[string]any{"seq": 1}}).Val()
-	if err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: streams.GroupSave, Consumer: "a", Streams: []string{in, ">"}}).Err(); err != nil {
-		t.Fatal(err)
-	}
-	commit := func(f *streams.Fence) error {
-		return streams.Commit{Input: in, Group: streams.GroupSave, Ack: []string{id}, Next: next,
-			ToNext: []streams.Entry{{ID: id}}, Fence: f}.Apply(ctx, rdb)
-	}
+	_, _, _, commit := pendingOnShard0(t, rdb, keys)
 	if err := commit(procA.Fence(0, tokA)); !errors.Is(err, streams.ErrFenced) {
 		t.Fatalf("old owner's commit with the repeated token: %v, want ErrFenced", err)
 	}

@@ -35,13 +35,12 @@ func (s *Server) LoginPolicy() string { return s.cfg.LoginPolicy }
 // connection of the user that such a connection displaces and that
 // registered before since gets 2002 kicked and a close, as if the new
 // connection had registered here. A local connection newer than since is
-// kept (two logins racing on two instances: the later one wins on both).
+// kept (two logins racing on two instances: the later one wins on both),
+// and a local connection accepted before since that registers after this
+// call is kicked as it registers. Times are handshake times (Conn.ConnectedAt).
 // It returns how many connections it kicked.
 func (s *Server) KickDisplaced(userID string, platformID int, since time.Time) int {
-	probe := &Conn{userID: userID, platformID: platformID}
-	kicked := s.reg.removeWhere(userID, func(c *Conn) bool {
-		return c.connectedAt.Before(since) && s.reg.displaces(probe, c)
-	})
+	kicked := s.reg.kickBefore(&Conn{userID: userID, platformID: platformID}, since)
 	for _, c := range kicked {
 		s.kick(c)
 	}

@@ -38,7 +38,7 @@ type Conn struct {
 	jti         string
 	operationID string
 	expiresAt   time.Time
-	connectedAt time.Time // set just before the connection is registered
+	connectedAt time.Time // when the handshake was accepted, before the 101 (registry.add)
 
 	t      transport
 	ctx    context.Context

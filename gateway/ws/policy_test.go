@@ -3,6 +3,7 @@ package ws
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,5 +216,67 @@ func TestRateLimit(t *testing.T) {
 	b.request(reqEcho, "b", `{}`)
 	if f := b.next(); f.ErrCode != 0 {
 		t.Fatalf("bob: %+v", f)
+	}
+}
+
+// kickedOnRegistration waits for the session on ft to write the 2002
+// kick and its close 1008 (the peer's close reply, which ends the session,
+// never comes from a fake transport).
+func kickedOnRegistration(t *testing.T, what string, ft *fakeTransport) {
+	t.Helper()
+	waitFor(t, 5*time.Second, what+" kicked", func() bool { return len(ft.writes()) >= 2 })
+	w := ft.writes()
+	if len(w) != 2 || !strings.Contains(w[0], `"req_identifier":2002`) || w[1] != "close 1008 kicked" {
+		t.Fatalf("%s wrote %q, want the 2002 kick and close 1008", what, w)
+	}
+}
+
+// TestLoginPolicyOrdersByHandshake: connections are ordered by when their
+// handshake was accepted, not by when their session goroutine registered.
+// A client that saw its first connection open and then dialled a second
+// keeps the second, however late the first session registers.
+func TestLoginPolicyOrdersByHandshake(t *testing.T) {
+	cfg := testConfig()
+	cfg.LoginPolicy = configs.LoginSinglePerPlatform
+	s := newTestServer(t, cfg)
+	early := s.newConn("alice", 1, "jti", time.Time{}, "")
+	late := s.newConn("alice", 1, "jti", time.Time{}, "")
+	late.connectedAt = early.connectedAt.Add(time.Millisecond)
+	runFakeSession(t, s, late, newFakeTransport(false))
+	waitFor(t, 5*time.Second, "registration", func() bool { return s.Online("alice") })
+
+	ft := newFakeTransport(false)
+	runFakeSession(t, s, early, ft)
+	kickedOnRegistration(t, "the earlier connection", ft)
+	if !s.PushToConn(context.Background(), "alice", late.id, pushFrame) || s.ConnCount() != 1 {
+		t.Fatalf("the later connection lost its place: %d connections", s.ConnCount())
+	}
+}
+
+// TestRemoteKickReachesALateRegistration: another instance's kick
+// (KickDisplaced) that arrives between a local connection's handshake and
+// its registration still displaces it; connections it does not displace
+// (another platform, or accepted after the kicking one) register as usual.
+func TestRemoteKickReachesALateRegistration(t *testing.T) {
+	cfg := testConfig()
+	cfg.LoginPolicy = configs.LoginSinglePerPlatform
+	s := newTestServer(t, cfg)
+	before := s.newConn("alice", 1, "jti", time.Time{}, "")
+	otherPlatform := s.newConn("alice", 2, "jti", time.Time{}, "")
+	since := before.connectedAt.Add(time.Millisecond)
+	after := s.newConn("alice", 1, "jti", time.Time{}, "")
+	after.connectedAt = since.Add(time.Millisecond)
+	if n := s.KickDisplaced("alice", 1, since); n != 0 {
+		t.Fatalf("kicked %d connections before any registered", n)
+	}
+
+	ft := newFakeTransport(false)
+	runFakeSession(t, s, before, ft)
+	kickedOnRegistration(t, "the connection accepted before the kick", ft)
+	runFakeSession(t, s, otherPlatform, newFakeTransport(false))
+	runFakeSession(t, s, after, newFakeTransport(false))
+	waitFor(t, 5*time.Second, "the two others registered", func() bool { return s.ConnCount() == 2 })
+	if got := testutil.ToFloat64(s.metrics.kicks); got != 1 {
+		t.Fatalf("kicks metric = %v, want 1", got)
 	}
 }

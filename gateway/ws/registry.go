@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/nexo-im/nexo/configs"
 )
@@ -48,6 +50,7 @@ const shardCount = 64
 type shard struct {
 	mu    sync.RWMutex
 	users map[string]*userEntry
+	marks map[string][]kickMark // by user_id; see kickBefore
 }
 
 // registry maps user_id -> connections, sharded so pushes to different
@@ -63,6 +66,7 @@ func newRegistry(policy string) *registry {
 	r := &registry{policy: policy, seed: maphash.MakeSeed()}
 	for i := range r.shards {
 		r.shards[i].users = make(map[string]*userEntry)
+		r.shards[i].marks = make(map[string][]kickMark)
 	}
 	return r
 }
@@ -87,6 +91,14 @@ func (r *registry) displaces(c, old *Conn) bool {
 
 // add registers c and returns the connections it displaces, already
 // removed, so a kicked connection gets no push after c is visible.
+//
+// Connections are ordered by connectedAt, taken when the handshake was
+// accepted (before the 101), not when the session registered: a client
+// that saw its first connection open before it dialled the second is
+// kicked on the first, however late the first session's goroutine runs.
+// So c itself is the one returned (and not registered) when a connection
+// already here, or a remote kick remembered by kickBefore, is newer and
+// displaces it.
 func (r *registry) add(c *Conn) (kicked []*Conn) {
 	sh := r.shard(c.userID)
 	sh.mu.Lock()
@@ -94,8 +106,12 @@ func (r *registry) add(c *Conn) (kicked []*Conn) {
 	u := sh.users[c.userID]
 	if u == nil {
 		u = &userEntry{}
-		sh.users[c.userID] = u
 	}
+	c.user = u
+	if r.displacedLocked(sh, u, c) {
+		return []*Conn{c}
+	}
+	sh.users[c.userID] = u
 	keep := make([]*Conn, 0, len(u.conns)+1)
 	for _, old := range u.conns {
 		if r.displaces(c, old) {
@@ -105,9 +121,59 @@ func (r *registry) add(c *Conn) (kicked []*Conn) {
 		}
 	}
 	u.conns = append(keep, c)
-	c.user = u
 	r.count.Add(int64(1 - len(kicked)))
 	return kicked
+}
+
+// displacedLocked reports whether c, about to register, is already
+// displaced by a newer connection of its user: one registered here, or one
+// on another instance whose kick arrived before c registered.
+func (r *registry) displacedLocked(sh *shard, u *userEntry, c *Conn) bool {
+	for _, x := range u.conns {
+		if c.connectedAt.Before(x.connectedAt) && r.displaces(x, c) {
+			return true
+		}
+	}
+	for _, m := range sh.marks[c.userID] {
+		if c.connectedAt.Before(m.since) && r.displaces(m.probe, c) {
+			return true
+		}
+	}
+	return false
+}
+
+// kickMark remembers a login-policy kick from another instance for as long
+// as a session may take from its handshake to registering (markTTL), so a
+// connection accepted before the kicking one but registered after the kick
+// arrived is displaced too.
+type kickMark struct {
+	probe *Conn // the kicking connection's user and platform
+	since time.Time
+	at    time.Time // when the kick arrived (for pruning)
+}
+
+const markTTL = time.Minute
+
+// kickBefore unregisters and returns the user's connections that a
+// connection like probe, registered elsewhere at since, displaces and that
+// were accepted before since; it remembers the kick for add.
+func (r *registry) kickBefore(probe *Conn, since time.Time) (removed []*Conn) {
+	sh := r.shard(probe.userID)
+	sh.mu.Lock()
+	now := time.Now()
+	for u, ms := range sh.marks { // kicks are rare: prune the shard as we go
+		ms = slices.DeleteFunc(ms, func(m kickMark) bool { return now.Sub(m.at) > markTTL })
+		if len(ms) == 0 {
+			delete(sh.marks, u)
+		} else {
+			sh.marks[u] = ms
+		}
+	}
+	sh.marks[probe.userID] = append(sh.marks[probe.userID], kickMark{probe: probe, since: since, at: now})
+	sh.mu.Unlock()
+	return r.removeWhere(probe.userID, func(c *Conn) bool {
+		return c.connectedAt.Before(since) && r.displaces(probe, c)
+	})
 }
 
 // remove unregisters c (a no-op if a kick or revocation already did) and

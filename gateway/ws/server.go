@@ -243,5 +243,6 @@ func (s *Server) newConn(userID string, platformID int, jti string, expiresAt ti
 	return &Conn{
 		s: s, id: id.String(), userID: userID, platformID: platformID, jti: jti,
 		expiresAt: expiresAt, operationID: operationID, ctx: context.Background(),
+		connectedAt: time.Now(),
 	}
 }

@@ -41,7 +41,6 @@ func (s *Server) run(c *Conn, t transport) {
 	t.SetPongHandler(c.onPong)
 	t.SetCloseHandler(c.onPeerClose)
 
-	c.connectedAt = time.Now()
 	for _, old := range s.reg.add(c) {
 		s.kick(old)
 	}

@@ -132,17 +132,25 @@ func (f *fakeTransport) isClosed() bool {
 func startFakeSession(t *testing.T, s *Server, user string, ft *fakeTransport) (*Conn, chan struct{}) {
 	t.Helper()
 	c := s.newConn(user, 1, "jti", time.Time{}, "")
+	done := runFakeSession(t, s, c, ft)
+	waitFor(t, 5*time.Second, "registration", func() bool { return s.Online(user) })
+	return c, done
+}
+
+// runFakeSession runs c's session on ft and returns a channel closed when
+// the session ended; it does not wait for the registration.
+func runFakeSession(t *testing.T, s *Server, c *Conn, ft *fakeTransport) chan struct{} {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		s.run(c, ft)
 	}()
-	waitFor(t, 5*time.Second, "registration", func() bool { return s.Online(user) })
 	t.Cleanup(func() {
 		_ = ft.Close()
 		<-done
 	})
-	return c, done
+	return done
 }
 
 func newTestServer(t *testing.T, cfg configs.WS) *Server {

@@ -260,6 +260,11 @@ type Webhooks struct {
 	RetryBackoffMax time.Duration `koanf:"retry_backoff_max"`
 	// Workers is how many deliveries run at once per process.
 	Workers int `koanf:"workers"`
+	// BatchSize is the most asynchronous events one POST carries (1..128).
+	// 1, the default, sends each event as its own request; more sends
+	// {"events": [...]} with X-Nexo-Event "batch" (docs/webhooks.md), which
+	// a receiver must opt into.
+	BatchSize int `koanf:"batch_size"`
 	// BeforeSend is the synchronous hook that may reject or rewrite a message.
 	BeforeSend BeforeSend `koanf:"before_send"`
 	// Per-event URL overrides.
@@ -308,6 +313,12 @@ const (
 
 	OnErrorAllow  = "allow"
 	OnErrorReject = "reject"
+
+	// EventBatch is X-Nexo-Event of a POST carrying several events
+	// (webhooks.batch_size > 1); MaxWebhookBatch caps batch_size at what
+	// one read of the event stream returns.
+	EventBatch      = "batch"
+	MaxWebhookBatch = 128
 )
 
 // EventURL returns where event goes: "" when it is not enabled.
@@ -750,7 +761,7 @@ func Default() Config {
 			RevokeWait: 3 * time.Second, RecvOptCacheTTL: 5 * time.Second,
 		},
 		Webhooks: Webhooks{
-			Timeout: 5 * time.Second, MaxAttempts: 8, RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, Workers: 16,
+			Timeout: 5 * time.Second, MaxAttempts: 8, RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, Workers: 16, BatchSize: 1,
 			BeforeSend:  BeforeSend{Timeout: 2 * time.Second, OnError: OnErrorAllow},
 			OfflinePush: OfflinePush{BatchWait: 500 * time.Millisecond, Preview: "text", PreviewChars: 100},
 		},

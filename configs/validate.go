@@ -150,6 +150,7 @@ func (c *Config) Validate() error {
 		{c.Webhooks.MaxAttempts >= 1, "webhooks.max_attempts", "must be >= 1"},
 		{c.Webhooks.RetryBackoff > 0 && c.Webhooks.RetryBackoffMax >= c.Webhooks.RetryBackoff, "webhooks.retry_backoff", "must be > 0 and <= webhooks.retry_backoff_max"},
 		{c.Webhooks.Workers >= 1, "webhooks.workers", "must be >= 1"},
+		{c.Webhooks.BatchSize >= 1 && c.Webhooks.BatchSize <= MaxWebhookBatch, "webhooks.batch_size", "must be 1..128"},
 		{c.Webhooks.BeforeSend.Timeout > 0, "webhooks.before_send.timeout", "must be > 0"},
 		{oneOf(c.Webhooks.BeforeSend.OnError, OnErrorAllow, OnErrorReject), "webhooks.before_send.on_error", "allowed: allow, reject"},
 		{c.Webhooks.OfflinePush.BatchWait >= 0, "webhooks.offline_push.batch_wait", "must be >= 0"},

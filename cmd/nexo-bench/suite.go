@@ -57,6 +57,7 @@ type suite struct {
 	srv      *inProcessServer
 	so       serverOptions // how srv was started: steps with a server of their own reuse it
 	pairRate float64       // --pair-rate
+	hookBatch int          // --webhook-batch
 	stdout   io.Writer
 	log      io.Writer
 	index    SuiteIndex
@@ -88,6 +89,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	quick := fs.Bool("quick", false, "fifth of every duration and smaller loads: checks the suite runs, measures little")
 	only := fs.String("only", "", "comma-separated step names to run (default: all; see docs/bench/README.md)")
 	pairRate := fs.Float64("pair-rate", 5000, "msg/s of the steps that compare two servers (webhooks-5k, redis-cluster-5k, limits-5k): their issues name 5,000; a lower rate shows the cost below saturation")
+	hookBatch := fs.Int("webhook-batch", 128, "webhooks.batch_size of the webhooks-5k step's server (1: one POST per event, the default of webhooks.batch_size)")
 	quietFor := fs.Duration("wait-quiet", 30*time.Second, "before each step, wait up to this long for the shared machine to be under 20% busy (0 = do not wait)")
 	var so serverOptions
 	so.register(fs)
@@ -105,7 +107,7 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer srv.Close()
-	s := &suite{dir: *dir, quick: *quick, srv: srv, so: so, stdout: stdout, log: stderr, quietFor: *quietFor, pairRate: *pairRate}
+	s := &suite{dir: *dir, quick: *quick, srv: srv, so: so, stdout: stdout, log: stderr, quietFor: *quietFor, pairRate: *pairRate, hookBatch: *hookBatch}
 	s.index = SuiteIndex{Tool: "nexo-bench", Schema: 1, StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Command: "nexo-bench suite " + strings.Join(args, " "), Quick: *quick, Machine: machine()}
 	started := time.Now()

@@ -4,11 +4,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -20,14 +22,16 @@ import (
 // Redis (their own key prefixes); runs alternate A, B, A, B, A, B.
 
 // hookReceiver is the app's endpoint on localhost: it answers 200 at once
-// and counts what arrived, by event.
+// and counts what arrived, by event (the events of a batched request one
+// by one) and by request.
 type hookReceiver struct {
-	srv    *http.Server
-	url    string
-	total  atomic.Int64
-	mu     sync.Mutex
-	events map[string]int64
-	last   atomic.Int64 // Unix ns of the last request
+	srv      *http.Server
+	url      string
+	total    atomic.Int64
+	mu       sync.Mutex
+	events   map[string]int64 // by event, counted inside batches
+	requests int64
+	last     atomic.Int64 // Unix ns of the last request
 }
 
 func startHookReceiver() (*hookReceiver, error) {
@@ -37,9 +41,28 @@ func startHookReceiver() (*hookReceiver, error) {
 	}
 	r := &hookReceiver{events: map[string]int64{}, url: "http://" + ln.Addr().String() + "/hook"}
 	r.srv = &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		event := req.Header.Get("X-Nexo-Event")
+		var batch struct {
+			Events []struct {
+				Event string `json:"event"`
+			} `json:"events"`
+		}
+		if event == "batch" {
+			if err := json.NewDecoder(req.Body).Decode(&batch); err != nil {
+				w.WriteHeader(http.StatusBadRequest)
+				return
+			}
+		}
 		_, _ = io.Copy(io.Discard, req.Body)
 		r.mu.Lock()
-		r.events[req.Header.Get("X-Nexo-Event")]++
+		if event == "batch" {
+			for _, e := range batch.Events {
+				r.events[e.Event]++
+			}
+		} else {
+			r.events[event]++
+		}
+		r.requests++
 		r.mu.Unlock()
 		r.total.Add(1)
 		r.last.Store(time.Now().UnixNano())
@@ -96,14 +119,16 @@ func (h hookSwitch) SetMode(spec string) (string, error) {
 	return "webhooks on (" + spec + ")", nil
 }
 
-// webhookEnv enables after_send and offline_push towards url.
-func webhookEnv(url string) []string {
+// webhookEnv enables after_send and offline_push towards url, batch
+// events per request.
+func webhookEnv(url string, batch int) []string {
 	secret := make([]byte, 16)
 	_, _ = rand.Read(secret)
 	return []string{
 		"NEXO_WEBHOOKS_URL=" + url,
 		"NEXO_WEBHOOKS_SECRET=" + hex.EncodeToString(secret),
 		"NEXO_WEBHOOKS_EVENTS=after_send,offline_push",
+		"NEXO_WEBHOOKS_BATCH_SIZE=" + strconv.Itoa(batch),
 	}
 }
 
@@ -119,14 +144,14 @@ func (s *suite) webhooks(ctx context.Context, name string) (SuiteEntry, error) {
 	defer recv.srv.Close()
 	so := s.so
 	so.FreshDB = false // the suite's server uses the database already
-	so.Env = webhookEnv(recv.url)
+	so.Env = webhookEnv(recv.url, s.hookBatch)
 	hooked, err := startInProcess(ctx, so, s.log)
 	if err != nil {
 		return e, fmt.Errorf("start the server with webhooks: %w", err)
 	}
 	defer hooked.Close()
 
-	c, err := s.compareAt5k(ctx, name, hooked, "after_send,offline_push", hookSwitch{ctx: ctx, recv: recv})
+	c, err := s.compareAt5k(ctx, name, hooked, fmt.Sprintf("after_send,offline_push, batch_size %d", s.hookBatch), hookSwitch{ctx: ctx, recv: recv})
 	if err != nil {
 		return e, err
 	}
@@ -138,7 +163,10 @@ func (s *suite) webhooks(ctx context.Context, name string) (SuiteEntry, error) {
 	for _, r := range c.B.Runs {
 		saved += float64(r.Counts.Saved)
 	}
-	fmt.Fprintf(s.log, "webhook receiver: %v (B saved %d messages over %d runs, warm-ups included in the events)\n", got, int64(saved), len(c.B.Runs))
+	recv.mu.Lock()
+	requests := recv.requests
+	recv.mu.Unlock()
+	fmt.Fprintf(s.log, "webhook receiver: %v in %d requests (B saved %d messages over %d runs, warm-ups included in the events)\n", got, requests, int64(saved), len(c.B.Runs))
 	writeCompare(s.stdout, c)
 	e.OK = c.A.Median["failures"]+c.B.Median["failures"] == 0
 	if got["after_send"] < int64(saved) {

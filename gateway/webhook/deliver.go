@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -20,7 +21,7 @@ import (
 const Group = "webhooks"
 
 // readCount is the most events one read takes.
-const readCount = 128
+const readCount = configs.MaxWebhookBatch
 
 // Deliverer sends the event stream's entries to their URLs, at least once:
 // an entry is acknowledged (and deleted) only after a 2xx answer. A failed
@@ -110,21 +111,24 @@ func (d *Deliverer) Run(ctx context.Context) error {
 	return nil
 }
 
-// deliverAll posts entries concurrently (webhooks.workers at once) and
-// acknowledges the delivered ones in one round trip.
+// deliverAll posts entries concurrently (webhooks.workers at once), each
+// request carrying up to webhooks.batch_size of them, and acknowledges the
+// delivered ones in one round trip.
 func (d *Deliverer) deliverAll(ctx context.Context, entries []redis.XMessage) {
 	sem := make(chan struct{}, d.cfg.Workers)
 	var mu sync.Mutex
 	var done []string
 	var wg sync.WaitGroup
-	for _, x := range entries {
+	for _, b := range d.batches(entries) {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if d.deliver(ctx, x) {
+			if d.deliver(ctx, b) {
 				mu.Lock()
-				done = append(done, x.ID)
+				for _, x := range b.entries {
+					done = append(done, x.ID)
+				}
 				mu.Unlock()
 			}
 		}()
@@ -133,27 +137,88 @@ func (d *Deliverer) deliverAll(ctx context.Context, entries []redis.XMessage) {
 	d.ack(ctx, done)
 }
 
-// deliver posts one entry and reports whether the receiver took it.
-func (d *Deliverer) deliver(ctx context.Context, x redis.XMessage) bool {
-	event, _ := x.Values["event"].(string)
-	id, _ := x.Values["id"].(string)
-	body, _ := x.Values["body"].(string)
-	url := d.cfg.EventURL(event)
-	if url == "" {
+// batch is one request: entries going to url, in stream order.
+type batch struct {
+	url     string
+	entries []redis.XMessage
+}
+
+// batches groups entries by URL into requests of at most
+// webhooks.batch_size entries, keeping stream order within a URL. An entry
+// whose event has no URL any more (disabled since it was appended) is
+// acknowledged without a request.
+func (d *Deliverer) batches(entries []redis.XMessage) []batch {
+	var out []batch
+	open := map[string]int{} // url -> index in out of its batch being filled
+	for _, x := range entries {
+		event, _ := x.Values["event"].(string)
+		url := d.cfg.EventURL(event)
+		i, ok := open[url]
+		if !ok || len(out[i].entries) >= max(d.cfg.BatchSize, 1) {
+			out = append(out, batch{url: url})
+			i = len(out) - 1
+			open[url] = i
+		}
+		out[i].entries = append(out[i].entries, x)
+	}
+	return out
+}
+
+// deliver posts one request and reports whether the receiver took it. A
+// single event is its own body (X-Nexo-Event and X-Nexo-Delivery name it);
+// several are {"events": [...]} with X-Nexo-Event "batch" and a fresh
+// delivery ID, each event keeping its own id for deduplication.
+func (d *Deliverer) deliver(ctx context.Context, b batch) bool {
+	if b.url == "" {
 		return true // the event was disabled since it was appended
 	}
+	event, id, body := d.requestOf(b.entries)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
 	defer cancel()
-	if _, err := d.client.Post(cctx, url, event, id, []byte(body)); err != nil {
-		d.m.failed.WithLabelValues(event).Inc()
-		d.log.Debug("webhook delivery failed, will retry", "event", event, "id", id, "err", err)
+	if _, err := d.client.Post(cctx, b.url, event, id, body); err != nil {
+		for _, x := range b.entries {
+			ev, _ := x.Values["event"].(string)
+			d.m.failed.WithLabelValues(ev).Inc()
+		}
+		d.log.Debug("webhook delivery failed, will retry", "event", event, "id", id, "events", len(b.entries), "err", err)
 		return false
 	}
-	d.m.delivered.WithLabelValues(event).Inc()
-	if ms, ok := entryMillis(x.ID); ok {
-		d.m.lag.Observe(time.Since(time.UnixMilli(ms)).Seconds())
+	for _, x := range b.entries {
+		ev, _ := x.Values["event"].(string)
+		d.m.delivered.WithLabelValues(ev).Inc()
+		if ms, ok := entryMillis(x.ID); ok {
+			d.m.lag.Observe(time.Since(time.UnixMilli(ms)).Seconds())
+		}
 	}
 	return true
+}
+
+// requestOf is the X-Nexo-Event, X-Nexo-Delivery and body of a request
+// carrying entries.
+func (d *Deliverer) requestOf(entries []redis.XMessage) (event, id string, body []byte) {
+	if len(entries) == 1 {
+		x := entries[0]
+		event, _ = x.Values["event"].(string)
+		id, _ = x.Values["id"].(string)
+		b, _ := x.Values["body"].(string)
+		return event, id, []byte(b)
+	}
+	n := len(`{"events":[]}`)
+	for _, x := range entries {
+		b, _ := x.Values["body"].(string)
+		n += len(b) + 1
+	}
+	body = make([]byte, 0, n)
+	body = append(body, `{"events":[`...)
+	for i, x := range entries {
+		if i > 0 {
+			body = append(body, ',')
+		}
+		b, _ := x.Values["body"].(string)
+		body = append(body, b...)
+	}
+	body = append(body, "]}"...)
+	return configs.EventBatch, "batch:" + uuid.NewString(), body
 }
 
 // ack acknowledges and deletes delivered entries (the stream keeps only

@@ -30,6 +30,7 @@ type fakeLocal struct {
 	got         map[string][]string // user -> frame bytes, in arrival order
 	changed     chan struct{}
 	revoked     []string
+	conn        map[string]string // user -> the ID of their one connection, when set
 }
 
 func newFakeLocal(users ...string) *fakeLocal {
@@ -47,10 +48,10 @@ func (l *fakeLocal) note() {
 	}
 }
 
-func (l *fakeLocal) PushToUser(_ context.Context, u string, f ws.Frame, _ string) int {
+func (l *fakeLocal) PushToUser(_ context.Context, u string, f ws.Frame, except string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.online[u] {
+	if !l.online[u] || except != "" && l.conn[u] == except {
 		return 0
 	}
 	l.got[u] = append(l.got[u], string(f.Bytes()))

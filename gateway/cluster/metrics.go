@@ -22,7 +22,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		stale: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nexo", Subsystem: "cluster", Name: "inbox_stale_total",
 			Help: "Envelopes dropped on arrival for being older than cluster.inbox_max_age."}),
 		noConn: prometheus.NewCounter(prometheus.CounterOpts{Namespace: "nexo", Subsystem: "cluster", Name: "inbox_no_connection_total",
-			Help: "Pushes from the inbox (per recipient) that found no connection of the user here (disconnected meanwhile)."}),
+			Help: "Pushes from the inbox (per recipient) that found no connection of the user here (disconnected meanwhile); a sender copy that only the excepted sending connection would have taken is not counted."}),
 		batch: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: "nexo", Subsystem: "cluster", Name: "outbox_batch_size",
 			Help:    "Pushes routed per outbox flush (one presence lookup and one envelope per target instance each).",
 			Buckets: prometheus.ExponentialBuckets(1, 2, 10)}),

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/nexo-im/nexo/gateway/ws"
 )
 
@@ -62,5 +64,25 @@ func TestWatermillClosingErrorsAreDebug(t *testing.T) {
 	log.Error("read fail", errors.New("connection refused"), nil)
 	if !strings.Contains(buf.String(), "level=ERROR") {
 		t.Fatalf("a real error was not logged as one: %q", buf.String())
+	}
+}
+
+// TestInboxNoConnectionCountsOnlyMisses: a push from the inbox counts a
+// recipient with no connection here, not a sender whose only connection
+// here is the one the push excepts (its own sending connection).
+func TestInboxNoConnectionCountsOnlyMisses(t *testing.T) {
+	local := newFakeLocal("alice", "bob")
+	local.conn = map[string]string{"alice": "conn-a"}
+	r, err := New(Deps{Local: local, Presence: fakePresence{}, Members: &fakeMembers{}, Bus: &Bus{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.pushLocal(context.Background(), pushItem{users: []string{"alice", "bob", "gone"}, except: "conn-a", frame: []byte(`{}`)})
+	if got := testutil.ToFloat64(r.m.noConn); got != 1 {
+		t.Fatalf("inbox_no_connection = %v, want 1 (only the user with no connection here)", got)
+	}
+	r.pushLocal(context.Background(), pushItem{users: []string{"alice"}, frame: []byte(`{}`)})
+	if got := testutil.ToFloat64(r.m.noConn); got != 1 || len(local.got["alice"]) != 1 {
+		t.Fatalf("inbox_no_connection = %v, alice got %d frames", got, len(local.got["alice"]))
 	}
 }

@@ -347,14 +347,16 @@ func (r *Router) handle(ctx context.Context, msg *message.Message) {
 }
 
 // pushLocal hands a push from the inbox to this instance's connections of
-// its users, counting users it found no connection of.
+// its users, counting users it found no connection of. A sender's copy
+// whose only connection here is the excepted one (the sending connection)
+// is not a miss.
 func (r *Router) pushLocal(ctx context.Context, it pushItem) {
 	f := ws.FrameFromBytes(it.frame)
 	if it.msg != nil {
 		f = f.WithMsg(*it.msg)
 	}
 	for _, u := range it.users {
-		if r.local.PushToUser(ctx, u, f, it.except) == 0 {
+		if r.local.PushToUser(ctx, u, f, it.except) == 0 && (it.except == "" || !r.local.Online(u)) {
 			r.m.noConn.Inc()
 		}
 	}

@@ -120,12 +120,7 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	dsn := "file:" + path + "?_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
-	// The SQLite driver prepares every statement anew on every call (17 %
-	// of the embedded server's CPU at 2,000 msg/s, docs/bench/README.md), so
-	// GORM keeps prepared statements, by SQL text, least recently used out.
-	cfg := gormConfig()
-	cfg.PrepareStmt, cfg.PrepareStmtMaxSize = true, sqlitePreparedStatements
-	g, err := gorm.Open(sqlite.Open(dsn), cfg)
+	g, err := gorm.Open(sqlite.Open(dsn), gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
@@ -161,10 +156,6 @@ func restrictFiles(path string) error {
 	}
 	return nil
 }
-
-// sqlitePreparedStatements bounds the SQLite statement cache: the save
-// stage's multi-row statements differ by row count, up to save.batch_size.
-const sqlitePreparedStatements = 1024
 
 func gormConfig() *gorm.Config {
 	return &gorm.Config{

@@ -233,6 +233,7 @@ func serveCmd(ctx context.Context, inv invocation) error {
 	hlog.SetLogger(gateway.HertzLogger(inv.logger))
 	installRedisLogger(inv.logger)
 	warnPinnedSwitches(inv.logger, inv.environ)
+	tuneMemoryLimit(inv.logger, inv.environ)
 	a, err := app.New(ctx, inv.cfg, inv.logger)
 	if err != nil {
 		return err

@@ -127,3 +127,43 @@ func TestMembershipIsLive(t *testing.T) {
 		t.Fatal("a malformed incarnation counts as live")
 	}
 }
+
+// TestMembershipRecent: an instance that leaves the live set is in Recent
+// (session events still go to it) until it registers again.
+func TestMembershipRecent(t *testing.T) {
+	ctx := context.Background()
+	rdb, keys := storetest.RedisBackends()["redis"](t)
+	s := store.NewInstances(rdb, keys, 5*time.Second)
+	m := store.NewMembership(s, store.Instance{ID: "x", Boot: store.NewBootToken()}, time.Second, nil, nil)
+	if err := m.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	y, err := s.Register(ctx, store.Instance{ID: "y", Boot: store.NewBootToken()}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Live()) != 2 || len(m.Recent()) != 0 {
+		t.Fatalf("live %+v, recent %+v: want x and y live, none recent", m.Live(), m.Recent())
+	}
+	if err := s.Leave(ctx, y); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.Recent(); len(m.Live()) != 1 || len(r) != 1 || r[0].ID != "y" || r[0].Epoch != y.Epoch {
+		t.Fatalf("after y left: live %+v, recent %+v", m.Live(), r)
+	}
+	if _, err := s.Register(ctx, y, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Live()) != 2 || len(m.Recent()) != 0 {
+		t.Fatalf("after y came back: live %+v, recent %+v", m.Live(), m.Recent())
+	}
+}

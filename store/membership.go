@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,11 +31,21 @@ type Membership struct {
 	self     Instance
 	live     map[string]Instance // by id
 	list     []Instance
+	gone     map[string]goneInstance // by id: left the live set within recentTTL
 	onChange []func(live []Instance)
 	lastLoad time.Time
 
 	refreshMu sync.Mutex // one Live() read at a time
 }
+
+// goneInstance is an instance that left the live set, and when.
+type goneInstance struct {
+	Instance
+	at time.Time
+}
+
+// recentTTL is how long Recent keeps an instance that left the live set.
+const recentTTL = time.Minute
 
 // missRefresh bounds how often a lookup of an unknown incarnation re-reads
 // the live set (an instance that just joined is found within this).
@@ -51,7 +62,8 @@ func NewMembership(inst *Instances, self Instance, interval time.Duration, conns
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Membership{inst: inst, self: self, interval: interval, conns: conns, log: log, live: map[string]Instance{}}
+	return &Membership{inst: inst, self: self, interval: interval, conns: conns, log: log, live: map[string]Instance{},
+		gone: map[string]goneInstance{}}
 }
 
 // Start registers this instance, waiting up to one TTL plus one interval
@@ -98,6 +110,24 @@ func (m *Membership) Live() []Instance {
 	return m.list
 }
 
+// Recent returns the instances that left the live set within the last
+// minute and have not come back, sorted by id: a process whose heartbeat
+// lapsed in a stall is among them until it registers again. Session events
+// go to them too (docs/cluster.md), since a kick that misses a live
+// session is never repeated; pushes do not.
+func (m *Membership) Recent() []Instance {
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	out := make([]Instance, 0, len(m.gone))
+	for _, g := range m.gone {
+		if time.Since(g.at) <= recentTTL {
+			out = append(out, g.Instance)
+		}
+	}
+	slices.SortFunc(out, func(a, b Instance) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
 // IsLive reports whether incarnation ("id#epoch") is a live instance's
 // current run. An incarnation the cache does not know makes it re-read the
 // live set (at most every 100 ms), so an instance that just joined counts
@@ -140,14 +170,26 @@ func (m *Membership) Refresh(ctx context.Context) error {
 	for _, in := range list {
 		live[in.ID] = in
 	}
+	now := time.Now()
 	m.mu.Lock()
 	changed := len(live) != len(m.live)
 	for id, in := range live {
 		if old, ok := m.live[id]; !ok || old.Epoch != in.Epoch {
 			changed = true
 		}
+		delete(m.gone, id)
 	}
-	m.live, m.list, m.lastLoad = live, list, time.Now()
+	for id, old := range m.live {
+		if _, ok := live[id]; !ok {
+			m.gone[id] = goneInstance{Instance: old, at: now}
+		}
+	}
+	for id, g := range m.gone {
+		if now.Sub(g.at) > recentTTL {
+			delete(m.gone, id)
+		}
+	}
+	m.live, m.list, m.lastLoad = live, list, now
 	hooks := m.onChange
 	m.mu.Unlock()
 	if changed {

@@ -126,13 +126,15 @@ func (p fakePresence) InstancesOf(_ context.Context, us []string) ([][]string, e
 }
 
 type fakeMembers struct {
-	self store.Instance
-	live []store.Instance
+	self   store.Instance
+	live   []store.Instance
+	recent []store.Instance
 }
 
 func (m *fakeMembers) Self() store.Instance          { return m.self }
 func (m *fakeMembers) Incarnation() string           { return store.Incarnation(m.self.ID, m.self.Epoch) }
 func (m *fakeMembers) Live() []store.Instance        { return m.live }
+func (m *fakeMembers) Recent() []store.Instance      { return m.recent }
 func (m *fakeMembers) Refresh(context.Context) error { return nil }
 
 // busFactory opens the bus of one instance; the two instances of a test
@@ -270,3 +272,38 @@ func TestClusterBusInbox(t *testing.T) {
 func itoa(i int) string { return strconv.Itoa(i) }
 
 func testutilValue(c prometheus.Collector) float64 { return testutil.ToFloat64(c) }
+
+// TestSessionEventsReachARecentInstance: an instance that dropped out of
+// the live set a moment ago (a heartbeat lapsed in a stall) still gets
+// session events, which are never repeated.
+func TestSessionEventsReachARecentInstance(t *testing.T) {
+	for name, open := range busBackends(t) {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			a := store.Instance{ID: "a", Epoch: 1}
+			b := store.Instance{ID: "b", Epoch: 2}
+			localB := newFakeLocal("u1")
+			ra, err := New(Deps{Local: newFakeLocal(), Presence: fakePresence{"u1": {"b#2"}},
+				Members: &fakeMembers{self: a, live: []store.Instance{a}, recent: []store.Instance{b}}, Bus: open(t, "a"), MaxAge: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rb, err := New(Deps{Local: localB, Presence: fakePresence{}, Members: &fakeMembers{self: b, live: []store.Instance{a, b}},
+				Bus: open(t, "b"), MaxAge: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range []*Router{ra, rb} {
+				if err := r.Start(ctx); err != nil {
+					t.Fatal(err)
+				}
+				rctx, cancel := context.WithCancel(ctx)
+				done := make(chan struct{})
+				go func() { defer close(done); _ = r.Run(rctx) }()
+				t.Cleanup(func() { cancel(); <-done })
+			}
+			ra.RevokeSession(ctx, "u1", 5, "jti-1")
+			localB.wait(t, "the revocation on the recent instance", func() bool { return slices.Contains(localB.revoked, "u1/jti-1") })
+		})
+	}
+}

@@ -46,6 +46,7 @@ type Members interface {
 	Self() store.Instance
 	Incarnation() string
 	Live() []store.Instance
+	Recent() []store.Instance
 	Refresh(ctx context.Context) error
 }
 
@@ -268,21 +269,24 @@ func (r *Router) DisconnectUser(ctx context.Context, userID string, e *wire.Erro
 // connection that registered here: the other instances kick what it
 // displaces (2002 kicked, then close). ws.Deps.OnConnect calls it.
 func (r *Router) SessionStarted(ctx context.Context, c *ws.Conn) {
-	if r.local.LoginPolicy() == "multi" || r.alone() {
+	if r.local.LoginPolicy() == "multi" {
 		return
 	}
 	r.broadcast(ctx, envelope{kind: kindKick, users: []string{c.UserID()}, platform: c.PlatformID(), since: c.ConnectedAt()})
 }
 
-// broadcast publishes e to every other live instance. Session events are
-// rare, so they skip the presence lookup: a connection whose presence
-// write failed is still reached.
-// The instances are published to in parallel: an event's latency is one
-// publish, not one per instance.
+// broadcast publishes e to every other live instance and to those that
+// left the live set within the last minute (Members.Recent): a session
+// event is never repeated, and an instance whose heartbeat lapsed in a
+// stall may still hold the session; an envelope to one that is really
+// gone waits in its bounded inbox and ages out. Session events are rare,
+// so they skip the presence lookup: a connection whose presence write
+// failed is still reached. The instances are published to in parallel:
+// an event's latency is one publish, not one per instance.
 func (r *Router) broadcast(ctx context.Context, e envelope) {
 	self := r.members.Self()
 	var wg sync.WaitGroup
-	for _, in := range r.members.Live() {
+	for _, in := range slices.Concat(r.members.Live(), r.members.Recent()) {
 		if in.ID != self.ID {
 			wg.Go(func() { r.publish(ctx, in.ID, e) })
 		}

@@ -40,7 +40,9 @@ func (s *Server) LoginPolicy() string { return s.cfg.LoginPolicy }
 // call is kicked as it registers. Times are handshake times (Conn.ConnectedAt).
 // It returns how many connections it kicked.
 func (s *Server) KickDisplaced(userID string, platformID int, since time.Time) int {
-	kicked := s.reg.kickBefore(&Conn{userID: userID, platformID: platformID}, since)
+	probe := &Conn{userID: userID, platformID: platformID}
+	kicked := s.reg.endWhere(userID, sessionMark{before: since, end: s.kick,
+		match: func(c *Conn) bool { return s.reg.displaces(probe, c) }})
 	for _, c := range kicked {
 		s.kick(c)
 	}
@@ -50,11 +52,13 @@ func (s *Server) KickDisplaced(userID string, platformID int, since time.Time) i
 // DisconnectUser closes every local connection of userID with a 3001 frame
 // carrying e, then a close 1008 with e's reason (an administrator disabled
 // the user, or another instance asked). They receive no push after this
-// call. It returns how many connections it closed.
+// call, and a connection accepted before it that registers after it is
+// closed the same way. It returns how many connections it closed.
 func (s *Server) DisconnectUser(userID string, e *wire.Error) int {
-	gone := s.reg.removeWhere(userID, func(*Conn) bool { return true })
+	end := func(c *Conn) { c.gateClose(e) }
+	gone := s.reg.endWhere(userID, sessionMark{before: time.Now(), end: end, match: func(*Conn) bool { return true }})
 	for _, c := range gone {
-		c.gateClose(e)
+		end(c)
 	}
 	return len(gone)
 }

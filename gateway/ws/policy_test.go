@@ -219,16 +219,22 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
-// kickedOnRegistration waits for the session on ft to write the 2002
-// kick and its close 1008 (the peer's close reply, which ends the session,
-// never comes from a fake transport).
+// endedOnRegistration waits for the session on ft to write one frame
+// carrying want and then the close 1008 with reason (the peer's close
+// reply, which ends the session, never comes from a fake transport).
+func endedOnRegistration(t *testing.T, what string, ft *fakeTransport, want, reason string) {
+	t.Helper()
+	waitFor(t, 5*time.Second, what+" closed", func() bool { return len(ft.writes()) >= 2 })
+	w := ft.writes()
+	if len(w) != 2 || !strings.Contains(w[0], want) || w[1] != "close 1008 "+reason {
+		t.Fatalf("%s wrote %q, want a frame with %s and close 1008 %s", what, w, want, reason)
+	}
+}
+
+// kickedOnRegistration: the 2002 kick and its close.
 func kickedOnRegistration(t *testing.T, what string, ft *fakeTransport) {
 	t.Helper()
-	waitFor(t, 5*time.Second, what+" kicked", func() bool { return len(ft.writes()) >= 2 })
-	w := ft.writes()
-	if len(w) != 2 || !strings.Contains(w[0], `"req_identifier":2002`) || w[1] != "close 1008 kicked" {
-		t.Fatalf("%s wrote %q, want the 2002 kick and close 1008", what, w)
-	}
+	endedOnRegistration(t, what, ft, `"req_identifier":2002`, "kicked")
 }
 
 // TestLoginPolicyOrdersByHandshake: connections are ordered by when their
@@ -278,5 +284,35 @@ func TestRemoteKickReachesALateRegistration(t *testing.T) {
 	waitFor(t, 5*time.Second, "the two others registered", func() bool { return s.ConnCount() == 2 })
 	if got := testutil.ToFloat64(s.metrics.kicks); got != 1 {
 		t.Fatalf("kicks metric = %v, want 1", got)
+	}
+}
+
+// TestSessionEventsReachALateRegistration: a revocation or a disconnect
+// applied between a connection's handshake and its registration closes it
+// as it registers; one accepted afterwards, or not matching, registers.
+func TestSessionEventsReachALateRegistration(t *testing.T) {
+	cases := map[string]func(s *Server) int{
+		"revoke":     func(s *Server) int { return s.RevokeSession("alice", 1, "jti") },
+		"disconnect": func(s *Server) int { return s.DisconnectUser("alice", wire.NewError(wire.ReasonSessionInvalid, "disabled")) },
+	}
+	for name, event := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig()
+			cfg.LoginPolicy = configs.LoginMulti
+			s := newTestServer(t, cfg)
+			early := s.newConn("alice", 1, "jti", time.Time{}, "")
+			other := s.newConn("bob", 1, "jti", time.Time{}, "")
+			if n := event(s); n != 0 {
+				t.Fatalf("closed %d connections before any registered", n)
+			}
+			late := s.newConn("alice", 1, "jti", time.Time{}, "")
+
+			ft := newFakeTransport(false)
+			runFakeSession(t, s, early, ft)
+			endedOnRegistration(t, "the connection accepted before the "+name, ft, `"reason":"session_invalid"`, "session_invalid")
+			runFakeSession(t, s, other, newFakeTransport(false))
+			runFakeSession(t, s, late, newFakeTransport(false))
+			waitFor(t, 5*time.Second, "the two others registered", func() bool { return s.ConnCount() == 2 })
+		})
 	}
 }

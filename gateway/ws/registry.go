@@ -50,7 +50,7 @@ const shardCount = 64
 type shard struct {
 	mu    sync.RWMutex
 	users map[string]*userEntry
-	marks map[string][]kickMark // by user_id; see kickBefore
+	marks map[string][]sessionMark // by user_id; see endWhere
 }
 
 // registry maps user_id -> connections, sharded so pushes to different
@@ -66,7 +66,7 @@ func newRegistry(policy string) *registry {
 	r := &registry{policy: policy, seed: maphash.MakeSeed()}
 	for i := range r.shards {
 		r.shards[i].users = make(map[string]*userEntry)
-		r.shards[i].marks = make(map[string][]kickMark)
+		r.shards[i].marks = make(map[string][]sessionMark)
 	}
 	return r
 }
@@ -96,10 +96,10 @@ func (r *registry) displaces(c, old *Conn) bool {
 // accepted (before the 101), not when the session registered: a client
 // that saw its first connection open before it dialled the second is
 // kicked on the first, however late the first session's goroutine runs.
-// So c itself is the one returned (and not registered) when a connection
-// already here, or a remote kick remembered by kickBefore, is newer and
-// displaces it.
-func (r *registry) add(c *Conn) (kicked []*Conn) {
+// So c is not registered, and end says how to close it, when a connection
+// already here is newer and displaces it (end is kick) or a session event
+// remembered by endWhere applies to it (the event's own close).
+func (r *registry) add(c *Conn, kick func(*Conn)) (kicked []*Conn, end func(*Conn)) {
 	sh := r.shard(c.userID)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
@@ -108,8 +108,15 @@ func (r *registry) add(c *Conn) (kicked []*Conn) {
 		u = &userEntry{}
 	}
 	c.user = u
-	if r.displacedLocked(sh, u, c) {
-		return []*Conn{c}
+	for _, x := range u.conns {
+		if c.connectedAt.Before(x.connectedAt) && r.displaces(x, c) {
+			return nil, kick
+		}
+	}
+	for _, m := range sh.marks[c.userID] {
+		if c.connectedAt.Before(m.before) && m.match(c) {
+			return nil, m.end
+		}
 	}
 	sh.users[c.userID] = u
 	keep := make([]*Conn, 0, len(u.conns)+1)
@@ -122,58 +129,43 @@ func (r *registry) add(c *Conn) (kicked []*Conn) {
 	}
 	u.conns = append(keep, c)
 	r.count.Add(int64(1 - len(kicked)))
-	return kicked
+	return kicked, nil
 }
 
-// displacedLocked reports whether c, about to register, is already
-// displaced by a newer connection of its user: one registered here, or one
-// on another instance whose kick arrived before c registered.
-func (r *registry) displacedLocked(sh *shard, u *userEntry, c *Conn) bool {
-	for _, x := range u.conns {
-		if c.connectedAt.Before(x.connectedAt) && r.displaces(x, c) {
-			return true
-		}
-	}
-	for _, m := range sh.marks[c.userID] {
-		if c.connectedAt.Before(m.since) && r.displaces(m.probe, c) {
-			return true
-		}
-	}
-	return false
+// sessionMark is a session event applied to a user's connections (a
+// login-policy kick from another instance, a revocation, a disconnect),
+// remembered for markTTL: a connection accepted before the event that
+// registers after it — its 101 was answered before its session goroutine
+// registered — gets the same end.
+type sessionMark struct {
+	before time.Time // applies to connections accepted before this
+	match  func(*Conn) bool
+	end    func(*Conn)
+	at     time.Time // when it was recorded (pruning)
 }
 
-// kickMark remembers a login-policy kick from another instance for as long
-// as a session may take from its handshake to registering (markTTL), so a
-// connection accepted before the kicking one but registered after the kick
-// arrived is displaced too.
-type kickMark struct {
-	probe *Conn // the kicking connection's user and platform
-	since time.Time
-	at    time.Time // when the kick arrived (for pruning)
-}
+// markTTL bounds how long a session event is remembered: far longer than a
+// session takes from its handshake to registering, even on a stalled box.
+const markTTL = 10 * time.Second
 
-const markTTL = time.Minute
-
-// kickBefore unregisters and returns the user's connections that a
-// connection like probe, registered elsewhere at since, displaces and that
-// were accepted before since; it remembers the kick for add.
-func (r *registry) kickBefore(probe *Conn, since time.Time) (removed []*Conn) {
-	sh := r.shard(probe.userID)
+// endWhere records m for userID and unregisters and returns the user's
+// registered connections it applies to (accepted before m.before and
+// matching); the caller ends them with m.end.
+func (r *registry) endWhere(userID string, m sessionMark) []*Conn {
+	sh := r.shard(userID)
 	sh.mu.Lock()
-	now := time.Now()
-	for u, ms := range sh.marks { // kicks are rare: prune the shard as we go
-		ms = slices.DeleteFunc(ms, func(m kickMark) bool { return now.Sub(m.at) > markTTL })
+	m.at = time.Now()
+	for u, ms := range sh.marks { // events are rare: prune the shard as we go
+		ms = slices.DeleteFunc(ms, func(x sessionMark) bool { return m.at.Sub(x.at) > markTTL })
 		if len(ms) == 0 {
 			delete(sh.marks, u)
 		} else {
 			sh.marks[u] = ms
 		}
 	}
-	sh.marks[probe.userID] = append(sh.marks[probe.userID], kickMark{probe: probe, since: since, at: now})
+	sh.marks[userID] = append(sh.marks[userID], m)
 	sh.mu.Unlock()
-	return r.removeWhere(probe.userID, func(c *Conn) bool {
-		return c.connectedAt.Before(since) && r.displaces(probe, c)
-	})
+	return r.removeWhere(userID, func(c *Conn) bool { return c.connectedAt.Before(m.before) && m.match(c) })
 }
 
 // remove unregisters c (a no-op if a kick or revocation already did) and

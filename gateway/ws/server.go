@@ -168,16 +168,20 @@ func (s *Server) handler(reqIdentifier int) HandlerFunc {
 
 // RevokeSession closes the connections of userID whose token was revoked
 // (logout, or a newer login that replaced it): each gets a 3001
-// session_invalid frame and a close, and receives no push after this call.
-// platformID <= 0 matches every platform and jti "" every token, so
-// RevokeSession(u, 0, "") ends all of u's sessions here. It returns how many
-// connections it closed.
+// session_invalid frame and a close, and receives no push after this call;
+// a matching connection accepted before this call that registers after it
+// is closed the same way. platformID <= 0 matches every platform and jti ""
+// every token, so RevokeSession(u, 0, "") ends all of u's sessions here. It
+// returns how many connections it closed.
 func (s *Server) RevokeSession(userID string, platformID int, jti string) int {
-	revoked := s.reg.removeWhere(userID, func(c *Conn) bool {
-		return (platformID <= 0 || c.platformID == platformID) && (jti == "" || c.jti == jti)
-	})
-	for _, c := range revoked {
+	end := func(c *Conn) {
 		c.gateClose(wire.NewError(wire.ReasonSessionInvalid, "the session was revoked (logout or a newer login)"))
+	}
+	revoked := s.reg.endWhere(userID, sessionMark{before: time.Now(), end: end, match: func(c *Conn) bool {
+		return (platformID <= 0 || c.platformID == platformID) && (jti == "" || c.jti == jti)
+	}})
+	for _, c := range revoked {
+		end(c)
 	}
 	return len(revoked)
 }

@@ -41,8 +41,12 @@ func (s *Server) run(c *Conn, t transport) {
 	t.SetPongHandler(c.onPong)
 	t.SetCloseHandler(c.onPeerClose)
 
-	for _, old := range s.reg.add(c) {
+	kicked, end := s.reg.add(c, s.kick)
+	for _, old := range kicked {
 		s.kick(old)
+	}
+	if end != nil { // a newer connection or a session event got here first
+		end(c)
 	}
 	if s.shuttingDown() {
 		// Shutdown may have listed the registry before c was in it.

@@ -31,3 +31,14 @@ func TestEncodeMessageRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// A body that is not the stream form is an error (the entry is
+// dead-lettered), never a half-filled message.
+func TestDecodeRefusesMalformedBodies(t *testing.T) {
+	for _, body := range []string{"", "{", "null", `{"server_msg_id":1}`, `{"server_msg_id":"s","conversation_id":"c"}`, "[]"} {
+		x := redis.XMessage{ID: "1-0", Values: map[string]any{fieldSeq: "3", fieldRoute: "s", fieldMsg: body}}
+		if got, err := Decode(x); err == nil {
+			t.Errorf("body %q decoded as %+v", body, got.Msg)
+		}
+	}
+}

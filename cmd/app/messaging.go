@@ -92,6 +92,11 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit,
 		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
+	if !a.embedded { // the embedded Redis starts empty every time
+		if err := streams.CheckShardCount(ctx, a.rdb, keys); err != nil {
+			return err
+		}
+	}
 	if err := pipeline.EnsureGroups(ctx); err != nil {
 		return err
 	}

@@ -51,16 +51,16 @@ type SuiteEntry struct {
 
 // suite runs the standard steps against one in-process server.
 type suite struct {
-	dir      string
-	quick    bool
-	quietFor time.Duration // --wait-quiet
-	srv      *inProcessServer
-	so       serverOptions // how srv was started: steps with a server of their own reuse it
-	pairRate float64       // --pair-rate
-	hookBatch int          // --webhook-batch
-	stdout   io.Writer
-	log      io.Writer
-	index    SuiteIndex
+	dir       string
+	quick     bool
+	quietFor  time.Duration // --wait-quiet
+	srv       *inProcessServer
+	so        serverOptions // how srv was started: steps with a server of their own reuse it
+	pairRate  float64       // --pair-rate
+	hookBatch int           // --webhook-batch
+	stdout    io.Writer
+	log       io.Writer
+	index     SuiteIndex
 }
 
 // base returns the run flags' defaults with the suite's common settings.

@@ -292,8 +292,10 @@ func TestRemoteKickReachesALateRegistration(t *testing.T) {
 // as it registers; one accepted afterwards, or not matching, registers.
 func TestSessionEventsReachALateRegistration(t *testing.T) {
 	cases := map[string]func(s *Server) int{
-		"revoke":     func(s *Server) int { return s.RevokeSession("alice", 1, "jti") },
-		"disconnect": func(s *Server) int { return s.DisconnectUser("alice", wire.NewError(wire.ReasonSessionInvalid, "disabled")) },
+		"revoke": func(s *Server) int { return s.RevokeSession("alice", 1, "jti") },
+		"disconnect": func(s *Server) int {
+			return s.DisconnectUser("alice", wire.NewError(wire.ReasonSessionInvalid, "disabled"))
+		},
 	}
 	for name, event := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -31,6 +31,9 @@ const (
 type DB struct {
 	Gorm    *gorm.DB
 	Dialect Dialect
+	// Isolation is the MySQL sessions' isolation level as OpenMySQL set it
+	// (readCommitted), for the start-up log; "" on SQLite.
+	Isolation string
 	// failures, set by CountDBErrors, counts a failed statement that ran
 	// outside GORM (SaveBatch's one-round-trip query) under op.
 	failures func(op string)
@@ -64,6 +67,10 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 	if !strings.Contains(cfg.DSN, "maxAllowedPacket=") {
 		dsn.MaxAllowedPacket = 0 // read @@max_allowed_packet at connect
 	}
+	isolation, err := readCommitted(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open mysql: %w", err)
+	}
 	g, err := gorm.Open(mysql.New(mysql.Config{
 		DSNConfig: dsn,
 		DSN:       dsn.FormatDSN(),
@@ -89,7 +96,7 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
-	return &DB{Gorm: g, Dialect: MySQL}, nil
+	return &DB{Gorm: g, Dialect: MySQL, Isolation: isolation}, nil
 }
 
 // OpenSQLite opens (creating if needed) the embedded SQLite file at path, in

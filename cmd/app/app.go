@@ -207,6 +207,7 @@ func (a *App) openStorage(ctx context.Context) error {
 			return err
 		}
 		a.db = db
+		a.log.Info("database sessions", "isolation", db.Isolation)
 		a.add(component{name: "database", stop: func(context.Context) error { return db.Close() }})
 	}
 	rdb, err := store.OpenRedis(ctx, a.cfg.Redis, store.NewRedisMetrics(a.metrics, a.cfg.Redis.Mode))

@@ -55,7 +55,7 @@ func (s *Server) run(c *Conn, t transport) {
 	s.metrics.conns.Inc()
 	s.markOnline(c)
 	c.startTimers()
-	if s.onConn != nil {
+	if s.onConn != nil && end == nil { // no resend or login-policy broadcast for a session already ended
 		go s.runOnConnect(c)
 	}
 	s.log.Debug("ws connected", "conn_id", c.id, "user_id", c.userID, "platform_id", c.platformID,

@@ -451,6 +451,25 @@ func TestCursorWriterKeepsAdvancesOnFailure(t *testing.T) {
 	}
 }
 
+// TestOverlayCoversAJustWrittenAdvance: a read whose database query ran
+// just before a flush committed, and whose Overlay runs just after, still
+// sees the advance (a client reads its own mark_read at once; the race
+// failed cmd/app TestSyncCursorsAndReceiptsEndToEnd once under load).
+func TestOverlayCoversAJustWrittenAdvance(t *testing.T) {
+	t.Parallel()
+	st := &flakyStore{}
+	w := state.NewCursorWriter(state.CursorWriterDeps{Store: st, Window: 1e9, Log: quiet})
+	w.Advance("u", "c", 0, 3, state.AckSource{})
+	stale := domain.Cursor{UserID: "u", ConversationID: "c", DeliveredSeq: 2, ReadSeq: 2} // read before the flush
+	if err := w.Flush(bg); err != nil {
+		t.Fatal(err)
+	}
+	w.Overlay(&stale)
+	if stale.ReadSeq != 3 || stale.DeliveredSeq != 3 {
+		t.Fatalf("overlay right after the flush = %+v, want read and delivered 3", stale)
+	}
+}
+
 type flakyStore struct {
 	fail    bool
 	written []domain.Cursor

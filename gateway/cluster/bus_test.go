@@ -137,6 +137,24 @@ func (m *fakeMembers) Live() []store.Instance        { return m.live }
 func (m *fakeMembers) Recent() []store.Instance      { return m.recent }
 func (m *fakeMembers) Refresh(context.Context) error { return nil }
 
+// startRouter builds a router over d, starts it and runs it until the
+// test ends.
+func startRouter(tb testing.TB, d Deps) *Router {
+	tb.Helper()
+	r, err := New(d)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := r.Start(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = r.Run(ctx) }()
+	tb.Cleanup(func() { cancel(); <-done })
+	return r
+}
+
 // busFactory opens the bus of one instance; the two instances of a test
 // share the backend (and its prefix).
 type busFactory func(t testing.TB, self string) *Bus
@@ -212,19 +230,8 @@ func TestClusterBusInbox(t *testing.T) {
 			presence := fakePresence{"u1": {"b#2"}, "u2": {"b#2", "a#1"}, "u3": {"a#1"}}
 			localA, localB := newFakeLocal("u2", "u3"), newFakeLocal("u1", "u2")
 			mk := func(self *store.Instance, l *fakeLocal) *Router {
-				r, err := New(Deps{Local: l, Presence: presence, Members: &fakeMembers{self: *self, live: live},
+				return startRouter(t, Deps{Local: l, Presence: presence, Members: &fakeMembers{self: *self, live: live},
 					Bus: open(t, self.ID), MaxAge: time.Second})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := r.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				rctx, cancel := context.WithCancel(ctx)
-				done := make(chan struct{})
-				go func() { defer close(done); _ = r.Run(rctx) }()
-				t.Cleanup(func() { cancel(); <-done })
-				return r
 			}
 			ra := mk(a, localA)
 			rb := mk(b, localB)
@@ -283,25 +290,10 @@ func TestSessionEventsReachARecentInstance(t *testing.T) {
 			a := store.Instance{ID: "a", Epoch: 1}
 			b := store.Instance{ID: "b", Epoch: 2}
 			localB := newFakeLocal("u1")
-			ra, err := New(Deps{Local: newFakeLocal(), Presence: fakePresence{"u1": {"b#2"}},
+			ra := startRouter(t, Deps{Local: newFakeLocal(), Presence: fakePresence{"u1": {"b#2"}},
 				Members: &fakeMembers{self: a, live: []store.Instance{a}, recent: []store.Instance{b}}, Bus: open(t, "a"), MaxAge: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rb, err := New(Deps{Local: localB, Presence: fakePresence{}, Members: &fakeMembers{self: b, live: []store.Instance{a, b}},
+			startRouter(t, Deps{Local: localB, Presence: fakePresence{}, Members: &fakeMembers{self: b, live: []store.Instance{a, b}},
 				Bus: open(t, "b"), MaxAge: time.Minute})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, r := range []*Router{ra, rb} {
-				if err := r.Start(ctx); err != nil {
-					t.Fatal(err)
-				}
-				rctx, cancel := context.WithCancel(ctx)
-				done := make(chan struct{})
-				go func() { defer close(done); _ = r.Run(rctx) }()
-				t.Cleanup(func() { cancel(); <-done })
-			}
 			ra.RevokeSession(ctx, "u1", 5, "jti-1")
 			localB.wait(t, "the revocation on the recent instance", func() bool { return slices.Contains(localB.revoked, "u1/jti-1") })
 		})

@@ -33,19 +33,8 @@ func BenchmarkCrossInstanceHop(b *testing.B) {
 			presence := fakePresence{"u1": {"b#2"}}
 			localA, localB := newFakeLocal(), newFakeLocal("u1")
 			mk := func(self *store.Instance, l *fakeLocal) *Router {
-				r, err := New(Deps{Local: l, Presence: presence, Members: &fakeMembers{self: *self, live: live},
+				return startRouter(b, Deps{Local: l, Presence: presence, Members: &fakeMembers{self: *self, live: live},
 					Bus: open(b, self.ID), MaxAge: time.Minute})
-				if err != nil {
-					b.Fatal(err)
-				}
-				if err := r.Start(ctx); err != nil {
-					b.Fatal(err)
-				}
-				rctx, cancel := context.WithCancel(ctx)
-				done := make(chan struct{})
-				go func() { defer close(done); _ = r.Run(rctx) }()
-				b.Cleanup(func() { cancel(); <-done })
-				return r
 			}
 			ra := mk(a, localA)
 			mk(bb, localB)

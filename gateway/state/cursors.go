@@ -102,12 +102,13 @@ type CursorWriter struct {
 	mu       sync.Mutex
 	pending  map[store.CursorKey]targets
 	inflight map[store.CursorKey]targets // being written: still overlaid
-	// written holds what the last flushes wrote, for recentlyWritten: a
-	// read whose database query ran before a flush committed and whose
-	// Overlay runs after it still sees the advance.
-	written   map[store.CursorKey]targets
-	writtenAt map[store.CursorKey]time.Time
-	kick      chan struct{}
+	// written and wroteBefore hold what the flushes of the current and the
+	// previous generation (recentlyWritten each) wrote: a read whose
+	// database query ran before a flush committed and whose Overlay runs
+	// after it still sees the advance.
+	written, wroteBefore map[store.CursorKey]targets
+	generationAt         time.Time
+	kick                 chan struct{}
 
 	flushMu sync.Mutex // one flush at a time
 	stats   CursorStats
@@ -121,9 +122,10 @@ type CursorStats struct {
 	Rows       atomic.Int64 // cursor rows written
 }
 
-// recentlyWritten is how long written advances stay overlaid after their
-// flush: far longer than one read's query, even on a loaded machine.
-const recentlyWritten = 2 * time.Second
+// recentlyWritten is one generation of written advances: they stay
+// overlaid 1–2 s after their flush, far longer than one read's query, even
+// on a loaded machine.
+const recentlyWritten = time.Second
 
 // shutdownFlush bounds the last flush when the writer stops.
 const shutdownFlush = 5 * time.Second
@@ -151,8 +153,7 @@ type CursorWriterDeps struct {
 func NewCursorWriter(d CursorWriterDeps) *CursorWriter {
 	return &CursorWriter{store: d.Store, sink: d.Sink, window: d.Window, log: d.Log, metrics: newCursorMetrics(d.Registry),
 		timing:  newCursorTiming(d.Saved, d.Audit, d.Registry, d.Log),
-		pending: map[store.CursorKey]targets{}, written: map[store.CursorKey]targets{}, writtenAt: map[store.CursorKey]time.Time{},
-		kick: make(chan struct{}, 1)}
+		pending: map[store.CursorKey]targets{}, written: map[store.CursorKey]targets{}, kick: make(chan struct{}, 1)}
 }
 
 // Advance records that userID's client holds conversationID up to
@@ -178,13 +179,13 @@ func (w *CursorWriter) Advance(userID, conversationID string, delivered, read in
 }
 
 // Overlay raises c's DeliveredSeq and ReadSeq to the advances of c's user
-// and conversation not written yet, or written within the last 2 s (c may
-// have been read from the database just before they were committed).
+// and conversation not written yet, or written within the last 1–2 s (c
+// may have been read from the database just before they were committed).
 func (w *CursorWriter) Overlay(c *domain.Cursor) {
 	k := store.CursorKey{UserID: c.UserID, ConversationID: c.ConversationID}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, m := range []map[store.CursorKey]targets{w.written, w.inflight, w.pending} {
+	for _, m := range []map[store.CursorKey]targets{w.wroteBefore, w.written, w.inflight, w.pending} {
 		if t, ok := m[k]; ok {
 			c.DeliveredSeq, c.ReadSeq = max(c.DeliveredSeq, t.delivered), max(c.ReadSeq, t.read)
 		}
@@ -262,15 +263,11 @@ func (w *CursorWriter) Flush(ctx context.Context) error {
 	}
 	w.mu.Lock()
 	w.inflight = nil
-	now := time.Now()
-	for k, at := range w.writtenAt {
-		if now.Sub(at) > recentlyWritten {
-			delete(w.written, k)
-			delete(w.writtenAt, k)
-		}
+	if now := time.Now(); now.Sub(w.generationAt) > recentlyWritten {
+		w.wroteBefore, w.written, w.generationAt = w.written, map[store.CursorKey]targets{}, now
 	}
 	for k, t := range batch {
-		w.written[k], w.writtenAt[k] = t.merge(w.written[k]), now
+		w.written[k] = t.merge(w.written[k])
 	}
 	w.mu.Unlock()
 	w.timing.moved(ctx, moves)

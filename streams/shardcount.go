@@ -26,8 +26,8 @@ func (k Keys) ShardCount() string { return k.prefix + ":streams:shards" }
 // lease there (seqs keep rising). Lowering it is not while a dropped shard
 // holds an entry that a stage has not acknowledged (read or not): no
 // consumer would ever take it. That start is refused with ErrShardsInUse,
-// naming the shards and how many entries; the operator starts again with
-// the old count until the backlog is gone (nexo_stream_lag), then lowers it.
+// naming the shards and how many entries; the operator lets the old count
+// drain them in a quiet window (nexo_stream_pending), then lowers it.
 // docs/pipeline.md, "Changing streams.shards".
 func CheckShardCount(ctx context.Context, rdb redis.UniversalClient, keys Keys) error {
 	prev, err := rdb.Get(ctx, keys.ShardCount()).Result()

@@ -17,11 +17,30 @@ import (
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
-// benchAuth accepts any token as the user id, on platform 1.
-type benchAuth struct{}
+// benchAuth accepts any token as the user id, on platform 1. With deep set
+// it first uses about 10 KiB of the handshake goroutine's stack, as the
+// server's real handshake does (middleware, JWT verification, a Redis round
+// trip), so the goroutine that goes on to serve the session starts from a
+// 16 KiB stack.
+type benchAuth struct{ deep bool }
 
-func (benchAuth) Authenticate(_ context.Context, token string) (string, int, string, time.Time, error) {
+func (a benchAuth) Authenticate(_ context.Context, token string) (string, int, string, time.Time, error) {
+	if a.deep {
+		burnStack(40)
+	}
 	return token, 1, "jti-" + token, time.Time{}, nil
+}
+
+// burnStack recurses n frames of about 260 bytes each.
+//
+//go:noinline
+func burnStack(n int) byte {
+	var pad [256]byte
+	pad[n%len(pad)] = byte(n)
+	if n == 0 {
+		return pad[0]
+	}
+	return burnStack(n-1) + pad[(n*7)%len(pad)]
 }
 
 func benchConfig() configs.WS {
@@ -32,9 +51,14 @@ func benchConfig() configs.WS {
 
 // benchEnv is newEnv with benchAuth.
 func benchEnv(b *testing.B, cfg configs.WS, standard bool, readBuf int) *env {
+	return benchEnvAuth(b, cfg, standard, readBuf, benchAuth{})
+}
+
+// benchEnvAuth is benchEnv with the given benchAuth.
+func benchEnvAuth(b *testing.B, cfg configs.WS, standard bool, readBuf int, auth benchAuth) *env {
 	b.Helper()
 	raiseFileLimit()
-	opts := []envOption{func(s *envSettings) { s.deps.Auth = benchAuth{}; s.deps.Tokens = nil }}
+	opts := []envOption{func(s *envSettings) { s.deps.Auth = auth; s.deps.Tokens = nil }}
 	if standard {
 		opts = append(opts, withStandardTransport())
 	}
@@ -50,13 +74,15 @@ var transports = []struct {
 	standard bool
 }{{"netpoll", false}, {"standard", true}}
 
-// memory is the process's heap+stack in use and resident set, in bytes.
-func memory() (heapStack, rss uint64) {
+// memory is the process's heap+stack in use, its stacks alone and its
+// resident set, in bytes, after two collections (each halves at most once
+// the stack of a goroutine using less than a quarter of it).
+func memory() (heapStack, stack, rss uint64) {
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return ms.HeapInuse + ms.StackInuse, readRSS()
+	return ms.HeapInuse + ms.StackInuse, ms.StackInuse, readRSS()
 }
 
 func readRSS() uint64 {
@@ -74,30 +100,38 @@ func readRSS() uint64 {
 }
 
 // BenchmarkIdleConnMemory measures the server's memory per idle connection
-// at 2,000 connections (clients in a child process), per transport and
-// read buffer size. Run with -benchtime=1x -count=N: each iteration
-// connects and disconnects 2,000 clients.
+// at 2,000 connections (clients in a child process), per transport, read
+// buffer size and handshake depth (deep: the handshake grows the
+// goroutine's stack to 16 KiB, as the server's does). Run with -benchtime=1x -count=N: each
+// iteration connects and disconnects 2,000 clients. Figures in
+// docs/gateway.md, "Memory per connection".
 func BenchmarkIdleConnMemory(b *testing.B) {
 	const n = 2000
 	for _, tr := range transports {
-		for _, rb := range []int{4096, readBufferSize} {
-			b.Run(fmt.Sprintf("%s/readbuf=%d", tr.name, rb), func(b *testing.B) {
-				e := benchEnv(b, benchConfig(), tr.standard, rb)
-				var perHeap, perRSS, perG []float64
+		for _, v := range []struct {
+			readBuf int
+			deep    bool
+		}{{4096, false}, {readBufferSize, false}, {readBufferSize, true}} {
+			b.Run(fmt.Sprintf("%s/readbuf=%d/deep_handshake=%t", tr.name, v.readBuf, v.deep), func(b *testing.B) {
+				e := benchEnvAuth(b, benchConfig(), tr.standard, v.readBuf, benchAuth{deep: v.deep})
+				var perHeap, perStack, perRSS, perG []float64
 				for i := 0; i < b.N; i++ {
-					heap0, rss0 := memory()
+					heap0, stack0, rss0 := memory()
 					g0 := runtime.NumGoroutine()
 					ch := startChild(b, "idle", e.addr, n)
 					waitFor(b, 60*time.Second, "registrations", func() bool { return e.srv.ConnCount() == n })
-					heap1, rss1 := memory()
+					_, _, _ = memory() // the first collection halves a stack once
+					heap1, stack1, rss1 := memory()
 					g1 := runtime.NumGoroutine()
 					perHeap = append(perHeap, float64(int64(heap1)-int64(heap0))/n)
+					perStack = append(perStack, float64(int64(stack1)-int64(stack0))/n)
 					perRSS = append(perRSS, float64(int64(rss1)-int64(rss0))/n)
 					perG = append(perG, float64(g1-g0)/n)
 					ch.stop()
 					waitFor(b, 60*time.Second, "disconnects", func() bool { return e.srv.ConnCount() == 0 })
 				}
 				b.ReportMetric(median(perHeap), "heap+stack-B/conn")
+				b.ReportMetric(median(perStack), "stack-B/conn")
 				b.ReportMetric(median(perRSS), "rss-B/conn")
 				b.ReportMetric(median(perG), "goroutines/conn")
 			})

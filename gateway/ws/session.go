@@ -33,8 +33,21 @@ func (s *Server) serve(c *Conn, wc *websocket.Conn) {
 }
 
 // run is serve's body, kept apart so tests can drive a session over a fake
-// transport.
+// transport. It holds only the read loop: an idle connection's goroutine
+// sits in it for hours, and the runtime halves a stack at a collection only
+// when less than a quarter of it is in use, so the setup and teardown (and
+// their logging) live in frames of their own; see docs/gateway.md,
+// "The handshake's stack".
 func (s *Server) run(c *Conn, t transport) {
+	s.openSession(c, t)
+	s.closeSession(c, c.safeReadLoop())
+}
+
+// openSession registers the session, applying the login policy and any session
+// event that reached it first, and starts its timers and OnConnect hook.
+//
+//go:noinline
+func (s *Server) openSession(c *Conn, t transport) {
 	c.t = t
 	c.ctx, c.cancel = context.WithCancel(s.base)
 	t.SetPingHandler(c.onPing)
@@ -60,9 +73,12 @@ func (s *Server) run(c *Conn, t transport) {
 	}
 	s.log.Debug("ws connected", "conn_id", c.id, "user_id", c.userID, "platform_id", c.platformID,
 		"operation_id", c.operationID)
+}
 
-	readCause := c.safeReadLoop()
-
+// closeSession ends the session after its reader stopped for readCause.
+//
+//go:noinline
+func (s *Server) closeSession(c *Conn, readCause string) {
 	c.stopTimers()
 	last := s.reg.remove(c)
 	c.finish(readCause)
@@ -100,9 +116,9 @@ func (c *Conn) safeReadLoop() (cause string) {
 }
 
 // readLoop reads frames and handles them one at a time, in arrival order,
-// until the connection fails or closes. It returns why it stopped.
+// until the connection fails or closes. It returns why it stopped. Only the
+// wait for the next frame is here, to keep the idle frame small (see run).
 func (c *Conn) readLoop() string {
-	limit := c.s.cfg.ReadLimit
 	for {
 		// Anything arriving (frame, pong, ping) within pong_wait keeps the
 		// connection; the ping/pong handlers extend the deadline too.
@@ -113,26 +129,36 @@ func (c *Conn) readLoop() string {
 		if err != nil {
 			return readCause(err)
 		}
-		buf := getBuffer()
-		// Our own limit instead of the library's: its limit writes a close
-		// frame from the reader, outside the queue, before we can say why.
-		_, err = buf.ReadFrom(io.LimitReader(r, limit+1))
-		if err != nil {
-			putBuffer(buf)
-			return readCause(err)
+		if cause := c.readFrame(mt, r); cause != "" {
+			return cause
 		}
-		c.s.metrics.framesIn.Inc()
-		switch {
-		case int64(buf.Len()) > limit:
-			e := wire.NewError(wire.ReasonBodyTooLong, fmt.Sprintf("frame exceeds ws.read_limit (%d bytes)", limit))
-			c.closeWith(string(e.Reason), errorFrame(e), CloseMessageTooBig, string(e.Reason))
-		case c.isSealed():
-			// Closing: keep reading only to see the client's close frame.
-		default:
-			c.handleFrame(mt, buf.Bytes())
-		}
-		putBuffer(buf)
 	}
+}
+
+// readFrame reads the frame r of type mt whole and answers it; it returns
+// why the connection must stop reading, or "" to go on.
+//
+//go:noinline
+func (c *Conn) readFrame(mt int, r io.Reader) string {
+	limit := c.s.cfg.ReadLimit
+	buf := getBuffer()
+	defer putBuffer(buf)
+	// Our own limit instead of the library's: its limit writes a close
+	// frame from the reader, outside the queue, before we can say why.
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return readCause(err)
+	}
+	c.s.metrics.framesIn.Inc()
+	switch {
+	case int64(buf.Len()) > limit:
+		e := wire.NewError(wire.ReasonBodyTooLong, fmt.Sprintf("frame exceeds ws.read_limit (%d bytes)", limit))
+		c.closeWith(string(e.Reason), errorFrame(e), CloseMessageTooBig, string(e.Reason))
+	case c.isSealed():
+		// Closing: keep reading only to see the client's close frame.
+	default:
+		c.handleFrame(mt, buf.Bytes())
+	}
+	return ""
 }
 
 // handleFrame answers one inbound frame.

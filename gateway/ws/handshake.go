@@ -9,6 +9,7 @@ import (
 
 	"github.com/cloudwego/hertz/pkg/app"
 	"github.com/cloudwego/hertz/pkg/app/server"
+	"github.com/cloudwego/hertz/pkg/protocol"
 	"github.com/hertz-contrib/websocket"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
@@ -63,7 +64,10 @@ func (s *Server) Handler() app.HandlerFunc {
 			return
 		}
 		c := s.newConn(userID, platformID, jti, expiresAt, operationID)
-		if err := s.upgrader.Upgrade(rc, func(wc *websocket.Conn) { s.serve(c, wc) }); err != nil {
+		if err := s.upgrader.Upgrade(rc, func(wc *websocket.Conn) {
+			releaseRequest(rc)
+			s.serve(c, wc)
+		}); err != nil {
 			s.log.Debug("ws upgrade refused", "err", err, "user_id", userID)
 		}
 	}
@@ -82,6 +86,18 @@ func (s *Server) Handler() app.HandlerFunc {
 func ConfigureHertz(h *server.Hertz) {
 	h.NoHijackConnPool = true
 	h.KeepHijackedConns = true
+}
+
+// releaseRequest drops what Hertz parsed of the upgrade request and built
+// of its 101 answer (headers, query, cookies: about 3 KiB with a browser's
+// headers). Hertz holds the RequestContext until the connection ends and
+// its Reset keeps those buffers for reuse, so fresh values are the only way
+// to free them; everything the session needs was copied before the
+// upgrade. Hertz resets the context again when the connection ends, which
+// zero values allow. See docs/gateway.md, "The handshake's stack".
+func releaseRequest(rc *app.RequestContext) {
+	rc.Request = protocol.Request{}
+	rc.Response = protocol.Response{}
 }
 
 // handshakeToken reads the token from the query (browsers cannot set

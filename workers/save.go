@@ -91,7 +91,7 @@ type DeadSenders interface {
 // NewSaveHandler returns the save stage.
 func NewSaveHandler(d SaveDeps) *SaveHandler {
 	return &SaveHandler{
-		keys: d.Keys, rdb: d.Redis, msgs: d.Messages, seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
+		keys: d.Keys, rdb: d.Redis, msgs: newGroupSaver(d.Messages), seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
 		metrics: d.Metrics, log: d.Log, limited: newDeadLines(d.Log), maxAttempts: max(d.MaxAttempts, 1), after: d.After,
 		deadMaxBody: deadMaxBody(d.DeadMaxBody), offenders: d.DeadSenders,
 	}

@@ -7,8 +7,8 @@
 package streams
 
 import (
-	"fmt"
 	"hash/fnv"
+	"strconv"
 )
 
 // Consumer groups, one per stage.
@@ -46,7 +46,9 @@ func (k Keys) Shard(conversationID string) int {
 }
 
 func (k Keys) key(shard int, rest string) string {
-	return fmt.Sprintf("%s:{s%d}:%s", k.prefix, shard, rest)
+	// Built on every accept and stage commit: concatenation, not Sprintf
+	// (BenchmarkKeys).
+	return k.prefix + ":{s" + strconv.Itoa(shard) + "}:" + rest
 }
 
 // ToSave is the input stream of the save stage on a shard.
@@ -62,13 +64,13 @@ func (k Keys) Dead(shard int) string { return k.key(shard, "dead") }
 // Idem is the idempotency record of (sender_id, client_msg_id), kept on the
 // shard of the message's conversation.
 func (k Keys) Idem(shard int, senderID, clientMsgID string) string {
-	return k.key(shard, "idem:"+senderID+":"+clientMsgID)
+	return k.prefix + ":{s" + strconv.Itoa(shard) + "}:idem:" + senderID + ":" + clientMsgID
 }
 
 // Seq is the Redis allocator of a conversation: a hash {cur, ceil} holding
 // the last issued seq and the ceiling of the current database lease.
 func (k Keys) Seq(shard int, conversationID string) string {
-	return k.key(shard, "seq:"+conversationID)
+	return k.prefix + ":{s" + strconv.Itoa(shard) + "}:seq:" + conversationID
 }
 
 // InFlight is a conversation's record of seqs accepted but not yet settled
@@ -78,7 +80,7 @@ func (k Keys) Seq(shard int, conversationID string) string {
 // save stage's commit removes it in the same step as its XACK. A pull reads
 // it to tell "not yet" from "never" (docs/sync.md).
 func (k Keys) InFlight(shard int, conversationID string) string {
-	return k.key(shard, "pend:"+conversationID)
+	return k.prefix + ":{s" + strconv.Itoa(shard) + "}:pend:" + conversationID
 }
 
 // Owner is a shard's lease: a hash {holder, token, at} with a TTL (see

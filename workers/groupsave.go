@@ -17,8 +17,8 @@ import (
 // changes no row's outcome. A merged save refused for its data is retried
 // batch by batch, so one shard's bad row fails that batch alone, exactly as
 // without merging; a retryable failure (the database away, a deadlock) is
-// every batch's, and each shard's stage retries its own. See docs/pipeline.md, "Save batches
-// across shards".
+// every batch's, and each shard's stage retries its own. See
+// docs/pipeline.md, "Save batches across shards".
 type groupSaver struct {
 	MessageSaver
 	gc *domain.GroupCommit[[]domain.Message, []store.SaveResult]

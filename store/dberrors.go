@@ -50,6 +50,14 @@ func CountDBErrors(db *DB, reg prometheus.Registerer) error {
 	return nil
 }
 
+// noteFailure counts err in nexo_db_errors_total under op when it is a
+// failure (see failed); statements run around GORM report themselves here.
+func (d *DB) noteFailure(op string, err error) {
+	if d.failures != nil && failed(err) {
+		d.failures(op)
+	}
+}
+
 // failed reports whether err is a database failure rather than an expected
 // outcome (no row, duplicate key).
 func failed(err error) bool {

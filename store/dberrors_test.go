@@ -70,3 +70,49 @@ func TestCountDBErrorsOfTheOneTripSave(t *testing.T) {
 		t.Fatalf("nexo_db_errors_total = %v, want 1", total)
 	}
 }
+
+// TestDuplicateLookupCountsItsStatementAndFailure: the accept-time lookup
+// runs outside GORM, so it reports its statement to the OpCounter and its
+// failure to nexo_db_errors_total{op="query"} itself.
+func TestDuplicateLookupCountsItsStatementAndFailure(t *testing.T) {
+	db, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	reg := prometheus.NewRegistry()
+	if err := store.CountDBErrors(db, reg); err != nil {
+		t.Fatal(err)
+	}
+	var ops store.OpCounter
+	ctx := store.WithOpCounter(context.Background(), &ops)
+	keys := []domain.ClientMsgKey{{SenderID: "alice", ClientMsgID: "c1"}}
+	if _, err := store.NewMessageRepo(db).ByClientMsgIDs(ctx, keys); err == nil {
+		t.Fatal("looked up messages in a database without a messages table")
+	}
+	if ops.DB.Load() != 1 || ops.DBTrips.Load() != 1 {
+		t.Errorf("counted %d statements in %d trips, want 1 in 1", ops.DB.Load(), ops.DBTrips.Load())
+	}
+	if got := errorsOf(t, reg, "query"); got != 1 {
+		t.Errorf(`nexo_db_errors_total{op="query"} = %v, want 1`, got)
+	}
+}
+
+// errorsOf returns nexo_db_errors_total's value for op.
+func errorsOf(t *testing.T, reg *prometheus.Registry, op string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "op" && l.GetValue() == op {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}

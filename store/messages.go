@@ -160,7 +160,8 @@ func (r *MessageRepo) lookupByClientID(tx *gorm.DB, msgs []domain.Message) (map[
 	return byClientMsgIDs(tx, keys)
 }
 
-// identityColumns are what an ACK of a saved message needs.
+// identityColumns are what an ACK of a saved message needs, in the order
+// ByClientMsgIDs scans them.
 const identityColumns = "server_msg_id, client_msg_id, sender_id, conversation_id, seq, send_at, status"
 
 // ByClientMsgIDs returns the saved messages among keys, in one query on
@@ -168,12 +169,42 @@ const identityColumns = "server_msg_id, client_msg_id, sender_id, conversation_i
 // map. Only the identity fields are read — ServerMsgID, ClientMsgID,
 // SenderID, ConversationID, Seq, SendAt, Status — not the content: it
 // answers the accept-time duplicate check, once per send. Errors are the
-// database's.
+// database's. The statement is written by hand and run on database/sql
+// (identitySQL): through GORM, building it and scanning by reflection cost
+// as much CPU as the query's round trip (docs/bench/README.md).
 func (r *MessageRepo) ByClientMsgIDs(ctx context.Context, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {
+	out := map[domain.ClientMsgKey]domain.Message{}
 	if len(keys) == 0 {
-		return map[domain.ClientMsgKey]domain.Message{}, nil
+		return out, nil
 	}
-	return byClientMsgIDs(r.db.Gorm.WithContext(ctx).Select(identityColumns), keys)
+	sqlDB, err := r.db.Gorm.DB()
+	if err != nil {
+		return nil, err
+	}
+	if c := opCounterOf(ctx); c != nil {
+		c.DB.Add(1)
+		c.DBTrips.Add(1)
+	}
+	st := identitySQL(keys)
+	rows, err := sqlDB.QueryContext(ctx, st.query, st.args...)
+	if err != nil {
+		r.db.noteFailure("query", err)
+		return nil, fmt.Errorf("look up %d messages by client_msg_id: %w", len(keys), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var row messageRow
+		if err := rows.Scan(&row.ServerMsgID, &row.ClientMsgID, &row.SenderID, &row.ConversationID,
+			&row.Seq, &row.SendAt, &row.Status); err != nil {
+			return nil, fmt.Errorf("look up messages by client_msg_id: %w", err)
+		}
+		out[domain.ClientMsgKey{SenderID: row.SenderID, ClientMsgID: row.ClientMsgID}] = fromMessageRow(&row)
+	}
+	if err := rows.Err(); err != nil {
+		r.db.noteFailure("query", err)
+		return nil, fmt.Errorf("look up %d messages by client_msg_id: %w", len(keys), err)
+	}
+	return out, nil
 }
 
 func byClientMsgIDs(db *gorm.DB, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {

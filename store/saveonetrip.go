@@ -86,9 +86,7 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	case errors.Is(err, errSlowPath):
 		return nil, errSlowPath
 	case err != nil:
-		if r.db.failures != nil && failed(err) {
-			r.db.failures("raw")
-		}
+		r.db.noteFailure("raw", err)
 		return nil, fmt.Errorf("save batch of %d: %w", len(msgs), err)
 	}
 	return results, nil

@@ -295,6 +295,20 @@ func savedNormalIDs(msgs []domain.Message, res []SaveResult) []string {
 	return ids
 }
 
+// identitySQL selects identityColumns of the messages with the keys'
+// (sender_id, client_msg_id), on uk_sender_client_msg.
+func identitySQL(keys []domain.ClientMsgKey) sqlStmt {
+	var b strings.Builder
+	b.WriteString("SELECT " + identityColumns + " FROM messages WHERE (sender_id, client_msg_id) IN (")
+	valuesList(&b, len(keys), 2)
+	b.WriteByte(')')
+	args := make([]any, 0, 2*len(keys))
+	for _, k := range keys {
+		args = append(args, k.SenderID, k.ClientMsgID)
+	}
+	return sqlStmt{query: b.String(), args: args}
+}
+
 // revokedSQL selects which of ids are stored revoked.
 func revokedSQL(ids []string) sqlStmt {
 	var b strings.Builder

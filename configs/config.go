@@ -431,7 +431,9 @@ type Streams struct {
 type Save struct {
 	// BatchSize is the most rows one INSERT writes.
 	BatchSize int `koanf:"batch_size"`
-	// BatchWait is how long a batch waits to fill.
+	// BatchWait is how long a save batch that finds no other being saved
+	// waits for the other shards' batches to join it (until BatchSize
+	// messages wait); see docs/pipeline.md, "Save batches across shards".
 	BatchWait time.Duration `koanf:"batch_wait"`
 	// MaxAttempts is how many times an entry is tried before it is dead-lettered.
 	MaxAttempts int `koanf:"max_attempts"`

@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // GroupCommit runs one batch operation for many concurrent callers with as
@@ -17,10 +18,14 @@ import (
 type GroupCommit[Req, Res any] struct {
 	flush    func(ctx context.Context, batch []*Call[Req, Res])
 	maxBatch int
+	linger   time.Duration
+	full     func(queued []*Call[Req, Res]) bool
+	wake     chan struct{} // a lingering leader's queue became full
 
-	mu    sync.Mutex
-	busy  bool // a leader is running a batch
-	queue []*Call[Req, Res]
+	mu        sync.Mutex
+	busy      bool // a leader is running (or lingering before) a batch
+	lingering bool
+	queue     []*Call[Req, Res]
 }
 
 // Call is one caller's request in a batch; flush sets Res and Err.
@@ -39,6 +44,19 @@ func NewGroupCommit[Req, Res any](maxBatch int, flush func(ctx context.Context, 
 	return &GroupCommit[Req, Res]{flush: flush, maxBatch: maxBatch}
 }
 
+// WithLinger makes a caller that finds no batch in flight wait up to d for
+// more requests before it runs its batch, unless full says the queue (its
+// own request first) already holds enough; a request that makes the queue
+// full ends the wait at once. Callers queued behind a batch in flight never
+// linger: that batch's duration was their window. It trades up to d of
+// latency at light load for fuller batches (the save stage's
+// save.batch_wait; docs/pipeline.md). Call it before the first Do; it
+// returns g.
+func (g *GroupCommit[Req, Res]) WithLinger(d time.Duration, full func(queued []*Call[Req, Res]) bool) *GroupCommit[Req, Res] {
+	g.linger, g.full, g.wake = d, full, make(chan struct{}, 1)
+	return g
+}
+
 // Do runs req in the next batch and returns its result. The batch runs
 // under a context without ctx's cancellation (it carries other callers'
 // requests); a queued request is never abandoned, so its wait is bounded by
@@ -47,13 +65,21 @@ func (g *GroupCommit[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 	c := &Call[Req, Res]{Req: req, done: make(chan struct{}, 1)}
 	g.mu.Lock()
 	g.queue = append(g.queue, c)
-	if g.busy {
+	switch {
+	case g.busy:
+		if g.lingering && g.full(g.queue) {
+			g.lingering = false
+			g.wake <- struct{}{}
+		}
 		g.mu.Unlock()
 		<-c.done
 		if !c.lead {
 			return c.Res, c.Err
 		}
 		g.mu.Lock()
+	case g.linger > 0 && !g.full(g.queue):
+		g.busy = true
+		g.lingerLocked()
 	}
 	g.busy = true
 	batch := g.take()
@@ -76,6 +102,29 @@ func (g *GroupCommit[Req, Res]) Do(ctx context.Context, req Req) (Res, error) {
 		}
 	}
 	return c.Res, c.Err
+}
+
+// lingerLocked waits, with g.mu released, until g.linger has passed or a
+// follower filled the queue; the caller holds g.mu, and holds it again on
+// return.
+func (g *GroupCommit[Req, Res]) lingerLocked() {
+	g.lingering = true
+	g.mu.Unlock()
+	t := time.NewTimer(g.linger)
+	select {
+	case <-t.C:
+	case <-g.wake:
+	}
+	t.Stop()
+	g.mu.Lock()
+	if !g.lingering {
+		// A follower filled the queue as the timer fired: drop its wake-up.
+		select {
+		case <-g.wake:
+		default:
+		}
+	}
+	g.lingering = false
 }
 
 // take removes the next batch from the queue; the caller holds g.mu. A

@@ -36,9 +36,6 @@ type ConsumerConfig struct {
 	// ClaimMinIdle/2).
 	ClaimMinIdle time.Duration
 	ClaimEvery   time.Duration
-	// BatchWait: after a read returns fewer than Count entries, wait this
-	// long once for more before handing the batch over (0: never wait).
-	BatchWait    time.Duration
 	TrimInterval time.Duration
 	BackoffMin   time.Duration
 	BackoffMax   time.Duration
@@ -170,15 +167,6 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 			continue
 		}
 		batch := res[0].Messages
-		if c.cfg.BatchWait > 0 && len(batch) < c.cfg.Count {
-			more, err := c.rdb.XReadGroup(readCtx, &redis.XReadGroupArgs{
-				Group: c.cfg.Group, Consumer: c.cfg.Consumer, Streams: []string{c.cfg.Stream, ">"},
-				Count: int64(c.cfg.Count - len(batch)), Block: c.cfg.BatchWait,
-			}).Result()
-			if err == nil && len(more) > 0 {
-				batch = append(batch, more[0].Messages...)
-			}
-		}
 		c.lastRead = batch[len(batch)-1].ID
 		c.process(ctx, batch, h)
 	}

@@ -2,6 +2,7 @@ package workers
 
 import (
 	"context"
+	"time"
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
@@ -9,8 +10,9 @@ import (
 
 // groupSaver is a MessageSaver that merges the batches the shards hand to
 // the database at the same time into one transaction (domain.GroupCommit):
-// a lone batch is saved at once, and batches that arrive while one is being
-// saved go together as soon as it commits. Under load the shards' small
+// a lone batch waits up to save.batch_wait for other shards' batches, and
+// batches that arrive while one is being saved go together as soon as it
+// commits. Under load the shards' small
 // batches (a shard's save consumer holds a few messages per read) become one
 // transaction of all of them: one statement set, one COMMIT and one fsync
 // instead of one per shard. Shards own disjoint conversations, so merging
@@ -24,10 +26,22 @@ type groupSaver struct {
 	gc *domain.GroupCommit[[]domain.Message, []store.SaveResult]
 }
 
-// newGroupSaver wraps next; SaveFailed goes straight to next.
-func newGroupSaver(next MessageSaver) *groupSaver {
+// newGroupSaver wraps next; SaveFailed goes straight to next. A batch that
+// finds no save in flight waits up to linger (save.batch_wait) for other
+// shards' batches, unless the batches waiting already hold size
+// (save.batch_size) messages; 0 saves it at once.
+func newGroupSaver(next MessageSaver, linger time.Duration, size int) *groupSaver {
 	g := &groupSaver{MessageSaver: next}
 	g.gc = domain.NewGroupCommit(0, g.flush)
+	if linger > 0 {
+		g.gc.WithLinger(linger, func(queued []*domain.Call[[]domain.Message, []store.SaveResult]) bool {
+			n := 0
+			for _, c := range queued {
+				n += len(c.Req)
+			}
+			return n >= size
+		})
+	}
 	return g
 }
 

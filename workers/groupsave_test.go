@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
@@ -76,7 +77,7 @@ func checkEchoed(t *testing.T, calls []*domain.Call[[]domain.Message, []store.Sa
 // saved with one call, and each gets its own results back, in order.
 func TestGroupSaverMergesShardsIntoOneSave(t *testing.T) {
 	rec := &recordingSaver{}
-	g := newGroupSaver(rec)
+	g := newGroupSaver(rec, 0, 0)
 	calls := saveCalls([]string{"a1", "a2"}, []string{"b1"}, []string{"c1", "c2", "c3"})
 	g.flush(context.Background(), calls)
 	if want := [][]string{{"a1", "a2", "b1", "c1", "c2", "c3"}}; !slices.EqualFunc(rec.calls, want, slices.Equal) {
@@ -95,7 +96,7 @@ func TestGroupSaverMergesShardsIntoOneSave(t *testing.T) {
 func TestGroupSaverFailureStaysWithItsBatch(t *testing.T) {
 	bad := errors.New("data too long")
 	rec := &recordingSaver{bad: map[string]error{"b2": bad}}
-	g := newGroupSaver(rec)
+	g := newGroupSaver(rec, 0, 0)
 	calls := saveCalls([]string{"a1"}, []string{"b1", "b2"}, []string{"c1"})
 	g.flush(context.Background(), calls)
 	want := [][]string{{"a1", "b1", "b2", "c1"}, {"a1"}, {"b1", "b2"}, {"c1"}}
@@ -118,7 +119,7 @@ func TestGroupSaverRetryableFailureIsEveryBatchs(t *testing.T) {
 	}
 	rec := &recordingSaver{bad: map[string]error{"a1": away}}
 	calls := saveCalls([]string{"a1"}, []string{"b1"})
-	newGroupSaver(rec).flush(context.Background(), calls)
+	newGroupSaver(rec, 0, 0).flush(context.Background(), calls)
 	if len(rec.calls) != 1 {
 		t.Fatalf("saves %v, want the merged one only", rec.calls)
 	}
@@ -134,7 +135,7 @@ func TestGroupSaverRetryableFailureIsEveryBatchs(t *testing.T) {
 // merged answer of the wrong length is not split.
 func TestGroupSaverKeepsSaveBatchPreconditions(t *testing.T) {
 	rec := &recordingSaver{}
-	g := newGroupSaver(rec)
+	g := newGroupSaver(rec, 0, 0)
 	calls := saveCalls([]string{"a1", "x"}, []string{"x"})
 	g.flush(context.Background(), calls)
 	if want := [][]string{{"a1", "x"}, {"x"}}; !slices.EqualFunc(rec.calls, want, slices.Equal) {
@@ -143,7 +144,7 @@ func TestGroupSaverKeepsSaveBatchPreconditions(t *testing.T) {
 	checkEchoed(t, calls, -1)
 
 	rec = &recordingSaver{short: true}
-	g = newGroupSaver(rec)
+	g = newGroupSaver(rec, 0, 0)
 	calls = saveCalls([]string{"a1", "a2"}, []string{"b1", "b2"})
 	g.flush(context.Background(), calls)
 	if len(rec.calls) != 3 {
@@ -154,8 +155,59 @@ func TestGroupSaverKeepsSaveBatchPreconditions(t *testing.T) {
 // TestGroupSaverLoneBatchGoesStraight: one batch is saved as it is.
 func TestGroupSaverLoneBatchGoesStraight(t *testing.T) {
 	rec := &recordingSaver{}
-	res, err := newGroupSaver(rec).SaveBatch(context.Background(), []domain.Message{{ServerMsgID: "a1"}})
+	res, err := newGroupSaver(rec, 0, 0).SaveBatch(context.Background(), []domain.Message{{ServerMsgID: "a1"}})
 	if err != nil || len(res) != 1 || len(rec.calls) != 1 {
 		t.Fatalf("got %v %v after saves %v", res, err, rec.calls)
+	}
+}
+
+// TestGroupSaverLingersForOtherShards: with save.batch_wait set, a batch
+// that finds no save in flight waits for other shards' batches and goes
+// with them as soon as save.batch_size messages wait (here long before the
+// hour-long wait), and a batch that is full alone does not wait at all.
+func TestGroupSaverLingersForOtherShards(t *testing.T) {
+	rec := &recordingSaver{}
+	g := newGroupSaver(rec, time.Hour, 3)
+	done := make(chan error, 2)
+	for _, ids := range [][]string{{"a1"}, {"b1", "b2"}} {
+		go func() {
+			var msgs []domain.Message
+			for _, id := range ids {
+				msgs = append(msgs, domain.Message{ServerMsgID: id})
+			}
+			res, err := g.SaveBatch(context.Background(), msgs)
+			if err == nil && len(res) != len(msgs) {
+				err = errors.New("wrong number of results")
+			}
+			done <- err
+		}()
+	}
+	timeout := time.After(10 * time.Second)
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-timeout:
+			t.Fatal("the batches waited although together they filled save.batch_size")
+		}
+	}
+	if len(rec.calls) != 1 || len(rec.calls[0]) != 3 {
+		t.Fatalf("saves %v, want one of all three messages", rec.calls)
+	}
+
+	full := make(chan error, 1)
+	go func() {
+		_, err := g.SaveBatch(context.Background(), []domain.Message{{ServerMsgID: "c1"}, {ServerMsgID: "c2"}, {ServerMsgID: "c3"}})
+		full <- err
+	}()
+	select {
+	case err := <-full:
+		if err != nil || len(rec.calls) != 2 {
+			t.Fatalf("full batch: %v, saves %v", err, rec.calls)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a full batch waited for others")
 	}
 }

@@ -145,7 +145,7 @@ func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error
 			Stream: stream, Group: group, Consumer: p.name, Count: count, Block: p.cfg.Block,
 			ClaimMinIdle: p.cfg.ClaimMinIdle, ClaimEvery: min(p.cfg.ClaimMinIdle/4, time.Second),
 			TrimInterval: p.cfg.TrimInterval, BackoffMin: p.save.RetryBackoff, BackoffMax: p.save.RetryBackoffMax,
-			BatchWait: p.batchWait(group), TakeOver: takeOver,
+			TakeOver: takeOver,
 		}
 		if p.own != nil && p.own.Self == p.name {
 			// Consumers are named after their instances: one not live is dead.
@@ -160,13 +160,6 @@ func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error
 		})
 	}
 	return g.Wait()
-}
-
-func (p *Pipeline) batchWait(group string) time.Duration {
-	if group == streams.GroupSave {
-		return p.save.BatchWait
-	}
-	return 0
 }
 
 // Started is closed once every consumer has been launched.

@@ -72,6 +72,11 @@ type SaveDeps struct {
 	Metrics     *Metrics
 	Log         *slog.Logger
 	MaxAttempts int // save.max_attempts
+	// BatchWait and BatchSize (save.batch_wait, save.batch_size): a save
+	// batch that finds no other being saved waits up to BatchWait for the
+	// other shards' batches, unless BatchSize messages are already waiting.
+	BatchWait time.Duration
+	BatchSize int
 	// After, when set, hears of saved messages before each commit.
 	After AfterSave
 	// DeadMaxBody caps the body kept in a dead-letter entry
@@ -91,7 +96,7 @@ type DeadSenders interface {
 // NewSaveHandler returns the save stage.
 func NewSaveHandler(d SaveDeps) *SaveHandler {
 	return &SaveHandler{
-		keys: d.Keys, rdb: d.Redis, msgs: newGroupSaver(d.Messages), seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
+		keys: d.Keys, rdb: d.Redis, msgs: newGroupSaver(d.Messages, d.BatchWait, d.BatchSize), seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
 		metrics: d.Metrics, log: d.Log, limited: newDeadLines(d.Log), maxAttempts: max(d.MaxAttempts, 1), after: d.After,
 		deadMaxBody: deadMaxBody(d.DeadMaxBody), offenders: d.DeadSenders,
 	}

@@ -79,6 +79,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
 		Metrics: m, Log: a.log, MaxAttempts: a.cfg.Save.MaxAttempts, After: hooks.workerAfter(),
+		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize,
 		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes, DeadSenders: deadSenders,
 	})
 	groupRepo := store.NewGroupRepo(a.db)

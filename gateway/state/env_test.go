@@ -221,7 +221,8 @@ func newEnv(t testing.TB, o envOpts) *env {
 
 	metrics := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.skeys, Redis: rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.accepter, Pusher: pusher, Metrics: metrics, Log: quiet, MaxAttempts: 3})
+		Allocator: e.accepter, Pusher: pusher, Metrics: metrics, Log: quiet, MaxAttempts: 3,
+		BatchWait: cfg.Save.BatchWait, BatchSize: cfg.Save.BatchSize})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.skeys, Redis: rdb, Pusher: pusher, Groups: fanout,
 		Filter: e.noPush, Metrics: metrics, Log: quiet})
 	e.pipeline = workers.NewPipeline(rdb, e.skeys, cfg.Streams, cfg.Save, "n1", save, deliver, quiet)

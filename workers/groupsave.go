@@ -12,15 +12,15 @@ import (
 // the database at the same time into one transaction (domain.GroupCommit):
 // a lone batch waits up to save.batch_wait for other shards' batches, and
 // batches that arrive while one is being saved go together as soon as it
-// commits. Under load the shards' small
-// batches (a shard's save consumer holds a few messages per read) become one
-// transaction of all of them: one statement set, one COMMIT and one fsync
-// instead of one per shard. Shards own disjoint conversations, so merging
-// changes no row's outcome. A merged save refused for its data is retried
-// batch by batch, so one shard's bad row fails that batch alone, exactly as
-// without merging; a retryable failure (the database away, a deadlock) is
-// every batch's, and each shard's stage retries its own. See
-// docs/pipeline.md, "Save batches across shards".
+// commits. Under load the shards' small batches (a shard's save consumer
+// holds a few messages per read) become one transaction of all of them: one
+// statement set, one COMMIT and one fsync instead of one per shard. Shards
+// own disjoint conversations, so merging changes no row's outcome. A merged
+// save refused for its data is retried batch by batch, so one shard's bad
+// row fails that batch alone, exactly as without merging; a retryable
+// failure (the database away, a deadlock) is every batch's, and each
+// shard's stage retries its own. See docs/pipeline.md, "Save batches
+// across shards".
 type groupSaver struct {
 	MessageSaver
 	gc *domain.GroupCommit[[]domain.Message, []store.SaveResult]

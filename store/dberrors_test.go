@@ -16,29 +16,14 @@ import (
 
 // TestCountDBErrors: a failing statement counts; a missing row does not.
 func TestCountDBErrors(t *testing.T) {
-	db, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "x.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	reg := prometheus.NewRegistry()
-	if err := store.CountDBErrors(db, reg); err != nil {
-		t.Fatal(err)
-	}
+	db, reg := sqliteCountingErrors(t)
 	_ = db.Gorm.Exec("SELECT * FROM no_such_table").Error
 	var n int
 	_ = db.Gorm.Raw("SELECT 1 WHERE 1 = 0").Row().Scan(&n) // no row: not a failure
 	if got, err := testutil.GatherAndCount(reg, "nexo_db_errors_total"); err != nil || got == 0 {
 		t.Fatalf("series: %d, %v", got, err)
 	}
-	var total float64
-	mfs, _ := reg.Gather()
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			total += m.GetCounter().GetValue()
-		}
-	}
-	if total != 1 {
+	if total := totalErrors(t, reg); total != 1 {
 		t.Fatalf("nexo_db_errors_total = %v, want 1", total)
 	}
 }
@@ -56,17 +41,7 @@ func TestCountDBErrorsOfTheOneTripSave(t *testing.T) {
 	if _, err := store.NewMessageRepo(db).SaveBatch(context.Background(), []domain.Message{m}); err == nil {
 		t.Fatal("saved a mention longer than its column")
 	}
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			total += m.GetCounter().GetValue()
-		}
-	}
-	if total != 1 {
+	if total := totalErrors(t, reg); total != 1 {
 		t.Fatalf("nexo_db_errors_total = %v, want 1", total)
 	}
 }
@@ -75,15 +50,7 @@ func TestCountDBErrorsOfTheOneTripSave(t *testing.T) {
 // runs outside GORM, so it reports its statement to the OpCounter and its
 // failure to nexo_db_errors_total{op="query"} itself.
 func TestDuplicateLookupCountsItsStatementAndFailure(t *testing.T) {
-	db, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "x.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	reg := prometheus.NewRegistry()
-	if err := store.CountDBErrors(db, reg); err != nil {
-		t.Fatal(err)
-	}
+	db, reg := sqliteCountingErrors(t)
 	var ops store.OpCounter
 	ctx := store.WithOpCounter(context.Background(), &ops)
 	keys := []domain.ClientMsgKey{{SenderID: "alice", ClientMsgID: "c1"}}
@@ -96,6 +63,38 @@ func TestDuplicateLookupCountsItsStatementAndFailure(t *testing.T) {
 	if got := errorsOf(t, reg, "query"); got != 1 {
 		t.Errorf(`nexo_db_errors_total{op="query"} = %v, want 1`, got)
 	}
+}
+
+// sqliteCountingErrors opens an SQLite database with no tables whose
+// failed statements count in the returned registry's nexo_db_errors_total.
+func sqliteCountingErrors(t *testing.T) (*store.DB, *prometheus.Registry) {
+	t.Helper()
+	db, err := store.OpenSQLite(context.Background(), filepath.Join(t.TempDir(), "x.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	reg := prometheus.NewRegistry()
+	if err := store.CountDBErrors(db, reg); err != nil {
+		t.Fatal(err)
+	}
+	return db, reg
+}
+
+// totalErrors sums nexo_db_errors_total over its series.
+func totalErrors(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
 }
 
 // errorsOf returns nexo_db_errors_total's value for op.

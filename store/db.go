@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/glebarez/sqlite"
 	gomysql "github.com/go-sql-driver/mysql"
+	"github.com/libtnb/sqlite"
 	"gorm.io/driver/mysql"
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
@@ -109,6 +109,13 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 // may read it: a directory OpenSQLite creates is 0700, and the database file
 // and its -wal and -shm files are 0600 (an existing file is tightened to
 // 0600). An existing directory keeps the mode its owner gave it.
+//
+// The driver is modernc.org/sqlite (SQLite compiled to Go: no cgo) behind
+// the libtnb/sqlite GORM dialector, which turns on the driver's strict
+// pragmas (a bad _pragma fails the open), OFD locks and fdatasync for the
+// whole process. It replaced glebarez/sqlite, whose driver is a fork of
+// modernc's v1.23 that re-parsed a prepared statement on every run
+// (docs/bench/README.md, "The embedded default").
 func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	if path == "" || path == ":memory:" {
 		return nil, fmt.Errorf("sqlite path %q: a file is required", path)

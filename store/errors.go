@@ -38,7 +38,7 @@ func isDuplicate(err error) bool {
 	if errors.As(err, &me) {
 		return me.Number == errDupEntry
 	}
-	// glebarez/sqlite reports "constraint failed: UNIQUE constraint failed: ..."
+	// modernc.org/sqlite reports "constraint failed: UNIQUE constraint failed: ..."
 	return strings.Contains(err.Error(), "UNIQUE constraint failed")
 }
 

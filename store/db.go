@@ -37,6 +37,8 @@ type DB struct {
 	// failures, set by CountDBErrors, counts a failed statement that ran
 	// outside GORM (SaveBatch's one-round-trip query) under op.
 	failures func(op string)
+	// stmts keeps prepared statements on SQLite (stmtcache.go); nil on MySQL.
+	stmts *stmtCache
 }
 
 // OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry
@@ -157,7 +159,12 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		_ = sqlDB.Close()
 		return nil, err
 	}
-	return &DB{Gorm: g, Dialect: SQLite}, nil
+	stmts, err := newStmtCache(sqlDB)
+	if err != nil {
+		_ = sqlDB.Close()
+		return nil, err
+	}
+	return &DB{Gorm: g, Dialect: SQLite, stmts: stmts}, nil
 }
 
 // restrictFiles sets the database file and its -wal/-shm files (those that

@@ -56,7 +56,8 @@ type SaveResult struct {
 //
 // On MySQL/MariaDB the common case — every row new — is one round trip and
 // a COMMIT (saveOneTrip); a batch that skipped a row is rolled back and
-// saved statement by statement. Errors are the database's;
+// saved statement by statement. On SQLite the statements of a batch of up
+// to 9 messages run prepared (stmtcache.go). Errors are the database's;
 // see IsRetryable.
 func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]SaveResult, error) {
 	if len(msgs) == 0 {
@@ -75,18 +76,17 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 	}
 	results := make([]SaveResult, len(msgs))
 	err := r.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
-		ins := r.db.insertMessagesSQL(rows)
-		done := tx.Exec(ins.query, ins.args...)
-		if err := done.Error; err != nil {
+		inserted, err := r.db.execTx(ctx, tx, r.db.insertMessagesSQL(rows))
+		if err != nil {
 			return fmt.Errorf("insert %d messages: %w", len(rows), err)
 		}
-		if done.RowsAffected == int64(len(rows)) {
+		if inserted == int64(len(rows)) {
 			// Every row went in (the common case): nothing to resolve, so
 			// no lookup. Affected rows count inserted rows only — MariaDB
 			// without RETURNING and without clientFoundRows (OpenMySQL
 			// enforces both), SQLite's changes().
 			allSaved(rows, results)
-			return r.finishBatch(tx, msgs, results, now)
+			return r.finishBatch(ctx, tx, msgs, results, now)
 		}
 		stored, err := r.lookupByClientID(tx, msgs)
 		if err != nil {
@@ -104,8 +104,11 @@ func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]S
 				results[i] = SaveResult{Outcome: Duplicate, Original: orig}
 			}
 		}
-		return r.finishBatch(tx, msgs, results, now)
+		return r.finishBatch(ctx, tx, msgs, results, now)
 	})
+	if r.db.stmts != nil {
+		r.db.stmts.prepareMissed(ctx)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -121,14 +124,14 @@ func allSaved(rows []messageRow, results []SaveResult) {
 
 // finishBatch is SaveBatch's bookkeeping once every row's outcome is known
 // (bookkeepingSQL), one statement at a time in tx.
-func (r *MessageRepo) finishBatch(tx *gorm.DB, msgs []domain.Message, results []SaveResult, now int64) error {
+func (r *MessageRepo) finishBatch(ctx context.Context, tx *gorm.DB, msgs []domain.Message, results []SaveResult, now int64) error {
 	stmts, revoke := r.db.bookkeepingSQL(msgs, results, now)
 	for i, st := range stmts {
-		done := tx.Exec(st.query, st.args...)
-		if done.Error != nil {
-			return fmt.Errorf("save bookkeeping (%.40s...): %w", st.query, done.Error)
+		affected, err := r.db.execTx(ctx, tx, st)
+		if err != nil {
+			return fmt.Errorf("save bookkeeping (%.40s...): %w", st.query, err)
 		}
-		if i == revoke && done.RowsAffected > 0 {
+		if i == revoke && affected > 0 {
 			if err := r.readRevoked(tx, msgs, results); err != nil {
 				return err
 			}
@@ -186,7 +189,7 @@ func (r *MessageRepo) ByClientMsgIDs(ctx context.Context, keys []domain.ClientMs
 		c.DBTrips.Add(1)
 	}
 	st := identitySQL(keys)
-	rows, err := sqlDB.QueryContext(ctx, st.query, st.args...)
+	rows, err := r.db.query(ctx, sqlDB, st)
 	if err != nil {
 		r.db.noteFailure("query", err)
 		return nil, fmt.Errorf("look up %d messages by client_msg_id: %w", len(keys), err)

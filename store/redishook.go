@@ -123,7 +123,9 @@ func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook {
 func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
 		err := next(ctx, cmd)
-		h.record(err)
+		if !expectedError(cmd, err) {
+			h.record(err)
+		}
 		return err
 	}
 }
@@ -133,7 +135,7 @@ func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		err := next(ctx, cmds)
 		if err != nil {
 			for _, c := range cmds {
-				if c.Err() != nil {
+				if c.Err() != nil && !expectedError(c, c.Err()) {
 					h.record(c.Err())
 					break
 				}
@@ -141,6 +143,28 @@ func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 		}
 		return err
 	}
+}
+
+// expectedError reports whether err is a reply its caller expects, not a
+// sign of an unwell Redis, so nexo_redis_command_errors_total leaves it
+// out: BUSYGROUP (creating a consumer group that exists, the consumers'
+// idempotent set-up) and the refusal of the optional CLIENT subcommands
+// go-redis sends best effort when it opens a connection (SETINFO, Redis
+// 7.2+; MAINT_NOTIFICATIONS, Redis 8+), which older servers and the
+// embedded one answer with an error on every dial.
+func expectedError(cmd redis.Cmder, err error) bool {
+	if err == nil {
+		return false
+	}
+	if strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return true
+	}
+	args := cmd.Args()
+	if cmd.Name() != "client" || len(args) < 2 {
+		return false
+	}
+	sub, _ := args[1].(string)
+	return strings.EqualFold(sub, "setinfo") || strings.EqualFold(sub, "maint_notifications")
 }
 
 func (h nodeHook) record(err error) {

@@ -150,7 +150,17 @@ func (db *DB) query(ctx context.Context, sqlDB *sql.DB, st sqlStmt) (*sql.Rows, 
 		if err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
-		return s.QueryContext(ctx, st.args...)
+		rows, err := s.QueryContext(ctx, st.args...)
+		if err == nil || err.Error() != errStmtClosed {
+			return rows, err
+		}
+		// Evicted and closed between the lookup and the call: run it as
+		// text. (In a transaction Tx.StmtContext re-prepares a closed
+		// statement itself.)
 	}
 	return sqlDB.QueryContext(ctx, st.query, st.args...)
 }
+
+// errStmtClosed is database/sql's error for a closed *sql.Stmt, which it
+// does not export.
+const errStmtClosed = "sql: statement is closed"

@@ -136,3 +136,36 @@ func TestStmtCacheNeverWaitsForAConnectionInATransaction(t *testing.T) {
 		t.Fatalf("%d messages saved, want %d", saved, want)
 	}
 }
+
+// TestStmtCacheSurvivesAStatementClosedByEviction: a statement the LRU
+// evicts is closed, possibly between a caller's lookup and its use; the
+// lookup then runs as text, and a transaction re-prepares it.
+func TestStmtCacheSurvivesAStatementClosedByEviction(t *testing.T) {
+	db := openMigratedSQLite(t)
+	repo := NewMessageRepo(db)
+	ctx := context.Background()
+	first := batchOf("alice", 1, 1)
+	key := domain.ClientMsgKey{SenderID: "alice", ClientMsgID: first[0].ClientMsgID}
+	if _, err := repo.SaveBatch(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := repo.ByClientMsgIDs(ctx, []domain.ClientMsgKey{key}); err != nil {
+		t.Fatal(err)
+	}
+	// Close every cached statement but leave it cached, as an eviction
+	// racing a caller would.
+	for _, q := range db.stmts.stmts.Keys() {
+		s, _ := db.stmts.stmts.Peek(q)
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	found, err := repo.ByClientMsgIDs(ctx, []domain.ClientMsgKey{key})
+	if err != nil || found[key].Seq != 1 {
+		t.Fatalf("lookup through a closed statement: %+v, %v", found, err)
+	}
+	res, err := repo.SaveBatch(ctx, batchOf("alice", 1, 2))
+	if err != nil || res[0].Outcome != Saved {
+		t.Fatalf("save through a closed statement: %+v, %v", res, err)
+	}
+}

@@ -150,10 +150,12 @@ func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.Proc
 // out: BUSYGROUP (creating a consumer group that exists, the consumers'
 // idempotent set-up) and the refusal of the optional CLIENT subcommands
 // go-redis sends best effort when it opens a connection (SETINFO, Redis
-// 7.2+; MAINT_NOTIFICATIONS, Redis 8+), which older servers and the
-// embedded one answer with an error on every dial.
+// 7.2+; MAINT_NOTIFICATIONS, newer still), which older servers and the
+// embedded one answer with an error on every dial. Only the server's
+// replies qualify: a connection failure of the same commands counts.
 func expectedError(cmd redis.Cmder, err error) bool {
-	if err == nil {
+	var reply redis.Error
+	if err == nil || !errors.As(err, &reply) {
 		return false
 	}
 	if strings.HasPrefix(err.Error(), "BUSYGROUP") {

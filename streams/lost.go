@@ -58,7 +58,7 @@ type acceptRing struct {
 // push appends r, first dropping from the front what is older than window
 // and what would exceed limit entries.
 func (q *acceptRing) push(r recentAccept, window time.Duration, limit int) {
-	for q.n > 0 && (q.n >= limit || r.at.Sub(q.buf[q.head].at) > window) {
+	for q.n > 0 && (q.n >= limit || time.Duration(r.at-q.buf[q.head].at) > window) {
 		q.buf[q.head] = recentAccept{}
 		q.head = (q.head + 1) % len(q.buf)
 		q.n--
@@ -85,10 +85,17 @@ func (q *acceptRing) all() []recentAccept {
 	return out
 }
 
+// recentAccept is what the check needs of one accept: its idempotency
+// key, the IDs to look it up and to log, and when it was accepted (Unix
+// nanoseconds). At thousands of messages a second the window holds
+// hundreds of thousands of these, so it keeps only those fields (136
+// bytes; a whole domain.Message made it 304).
 type recentAccept struct {
-	idem string
-	msg  domain.Message // without body: IDs, conversation and seq only
-	at   time.Time
+	idem                                     string
+	serverMsgID, clientMsgID, conversationID string
+	senderID, recvID, groupID                string
+	seq, sendAt                              int64
+	at                                       int64
 }
 
 func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
@@ -127,11 +134,10 @@ func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64)
 	if c == nil {
 		return
 	}
-	now := time.Now()
-	r := recentAccept{idem: idem, at: now, msg: domain.Message{
-		ServerMsgID: m.ServerMsgID, ClientMsgID: m.ClientMsgID, ConversationID: m.ConversationID,
-		SenderID: m.SenderID, RecvID: m.RecvID, GroupID: m.GroupID, Seq: seq, SendAt: m.SendAt,
-	}}
+	r := recentAccept{idem: idem, at: time.Now().UnixNano(),
+		serverMsgID: m.ServerMsgID, clientMsgID: m.ClientMsgID, conversationID: m.ConversationID,
+		senderID: m.SenderID, recvID: m.RecvID, groupID: m.GroupID, seq: seq, sendAt: m.SendAt,
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	q := c.recent[shard]
@@ -202,10 +208,10 @@ func (c *lostCheck) check(shard int, before []recentAccept) {
 	for _, r := range missing {
 		c.lost.Inc()
 		c.log.Error("accepted message lost with a redis failover: its accept did not reach the new master and it is not saved; a retry with the same client_msg_id is saved once",
-			"shard", shard, "conversation_id", r.msg.ConversationID, "seq", r.msg.Seq,
-			"server_msg_id", r.msg.ServerMsgID, "client_msg_id", r.msg.ClientMsgID,
-			"sender_id", r.msg.SenderID, "recv_id", r.msg.RecvID, "group_id", r.msg.GroupID,
-			"send_at", r.msg.SendAt, "accepted_at", r.at.UnixMilli())
+			"shard", shard, "conversation_id", r.conversationID, "seq", r.seq,
+			"server_msg_id", r.serverMsgID, "client_msg_id", r.clientMsgID,
+			"sender_id", r.senderID, "recv_id", r.recvID, "group_id", r.groupID,
+			"send_at", r.sendAt, "accepted_at", time.Unix(0, r.at).UnixMilli())
 	}
 }
 
@@ -248,7 +254,7 @@ func (c *lostCheck) unsaved(ctx context.Context, rs []recentAccept) []recentAcce
 		rs = rs[len(chunk):]
 		keys := make([]domain.ClientMsgKey, len(chunk))
 		for i, r := range chunk {
-			keys[i] = domain.ClientMsgKey{SenderID: r.msg.SenderID, ClientMsgID: r.msg.ClientMsgID}
+			keys[i] = domain.ClientMsgKey{SenderID: r.senderID, ClientMsgID: r.clientMsgID}
 		}
 		found, err := c.lookup.ByClientMsgIDs(ctx, keys)
 		for i, r := range chunk {

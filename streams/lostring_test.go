@@ -3,8 +3,6 @@ package streams
 import (
 	"testing"
 	"time"
-
-	"github.com/nexo-im/nexo/domain"
 )
 
 // The ring keeps the newest accepts in order, at most limit of them and
@@ -12,12 +10,12 @@ import (
 func TestAcceptRingKeepsTheWindow(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(i int) recentAccept {
-		return recentAccept{at: t0.Add(time.Duration(i) * time.Second), msg: domain.Message{Seq: int64(i)}}
+		return recentAccept{at: t0.Add(time.Duration(i) * time.Second).UnixNano(), seq: int64(i)}
 	}
 	seqs := func(q *acceptRing) []int64 {
 		var out []int64
 		for _, r := range q.all() {
-			out = append(out, r.msg.Seq)
+			out = append(out, r.seq)
 		}
 		return out
 	}
@@ -29,7 +27,7 @@ func TestAcceptRingKeepsTheWindow(t *testing.T) {
 		t.Fatalf("limit: kept %d, from %v to %v", len(got), got[0], got[len(got)-1])
 	}
 	for i := 1; i < len(q.all()); i++ {
-		if q.all()[i].msg.Seq != q.all()[i-1].msg.Seq+1 {
+		if q.all()[i].seq != q.all()[i-1].seq+1 {
 			t.Fatal("out of order")
 		}
 	}

@@ -45,6 +45,7 @@ type lostCheck struct {
 	mu     sync.Mutex
 	nodes  map[int]string
 	recent map[int]*acceptRing
+	epoch  time.Time // recentAccept.at counts from here
 }
 
 // acceptRing holds a shard's recent accepts, oldest first, in a circular
@@ -58,7 +59,7 @@ type acceptRing struct {
 // push appends r, first dropping from the front what is older than window
 // and what would exceed limit entries.
 func (q *acceptRing) push(r recentAccept, window time.Duration, limit int) {
-	for q.n > 0 && (q.n >= limit || time.Duration(r.at-q.buf[q.head].at) > window) {
+	for q.n > 0 && (q.n >= limit || r.at-q.buf[q.head].at > window) {
 		q.buf[q.head] = recentAccept{}
 		q.head = (q.head + 1) % len(q.buf)
 		q.n--
@@ -86,8 +87,9 @@ func (q *acceptRing) all() []recentAccept {
 }
 
 // recentAccept is what the check needs of one accept: its idempotency
-// key, the IDs to look it up and to log, and when it was accepted (Unix
-// nanoseconds). At thousands of messages a second the window holds
+// key, the IDs to look it up and to log, and when it was accepted (since
+// lostCheck.epoch, on the monotonic clock). At thousands of messages a
+// second the window holds
 // hundreds of thousands of these, so it keeps only those fields (136
 // bytes; a whole domain.Message made it 304).
 type recentAccept struct {
@@ -95,7 +97,7 @@ type recentAccept struct {
 	serverMsgID, clientMsgID, conversationID string
 	senderID, recvID, groupID                string
 	seq, sendAt                              int64
-	at                                       int64
+	at                                       time.Duration
 }
 
 func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
@@ -121,7 +123,7 @@ func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
 			Namespace: "nexo", Name: "seq_allocators_fenced_total",
 			Help: "Seq allocators found written by another Redis server and moved to a fresh database lease.",
 		}),
-		nodes: map[int]string{}, recent: map[int]*acceptRing{},
+		nodes: map[int]string{}, recent: map[int]*acceptRing{}, epoch: time.Now(),
 	}
 	if o.reg != nil {
 		o.reg.MustRegister(c.lost, c.changes, c.fenced)
@@ -134,7 +136,7 @@ func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64)
 	if c == nil {
 		return
 	}
-	r := recentAccept{idem: idem, at: time.Now().UnixNano(),
+	r := recentAccept{idem: idem, at: time.Since(c.epoch),
 		serverMsgID: m.ServerMsgID, clientMsgID: m.ClientMsgID, conversationID: m.ConversationID,
 		senderID: m.SenderID, recvID: m.RecvID, groupID: m.GroupID, seq: seq, sendAt: m.SendAt,
 	}
@@ -211,7 +213,7 @@ func (c *lostCheck) check(shard int, before []recentAccept) {
 			"shard", shard, "conversation_id", r.conversationID, "seq", r.seq,
 			"server_msg_id", r.serverMsgID, "client_msg_id", r.clientMsgID,
 			"sender_id", r.senderID, "recv_id", r.recvID, "group_id", r.groupID,
-			"send_at", r.sendAt, "accepted_at", time.Unix(0, r.at).UnixMilli())
+			"send_at", r.sendAt, "accepted_at", c.epoch.Add(r.at).UnixMilli())
 	}
 }
 

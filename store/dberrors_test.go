@@ -83,6 +83,11 @@ func sqliteCountingErrors(t *testing.T) (*store.DB, *prometheus.Registry) {
 
 // totalErrors sums nexo_db_errors_total over its series.
 func totalErrors(t *testing.T, reg *prometheus.Registry) float64 {
+	return counterTotal(t, reg, "nexo_db_errors_total")
+}
+
+// counterTotal sums the counter name over its series in reg.
+func counterTotal(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -90,6 +95,9 @@ func totalErrors(t *testing.T, reg *prometheus.Registry) float64 {
 	}
 	var total float64
 	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
 		for _, m := range mf.GetMetric() {
 			total += m.GetCounter().GetValue()
 		}

@@ -54,21 +54,7 @@ func TestRedisErrorsCountOnlyFailures(t *testing.T) {
 			if err := rdb.XGroupCreateMkStream(ctx, key, "g", "0").Err(); err == nil {
 				t.Fatal("creating the group again: want BUSYGROUP")
 			}
-			errorsCounted := func() float64 {
-				var n float64
-				mfs, err := reg.Gather()
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, mf := range mfs {
-					if mf.GetName() == "nexo_redis_command_errors_total" {
-						for _, m := range mf.GetMetric() {
-							n += m.GetCounter().GetValue()
-						}
-					}
-				}
-				return n
-			}
+			errorsCounted := func() float64 { return counterTotal(t, reg, "nexo_redis_command_errors_total") }
 			if n := errorsCounted(); n != 0 {
 				t.Fatalf("%v errors counted for a healthy server's expected replies", n)
 			}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -72,5 +74,69 @@ func TestCoalescedFramesOnTheWire(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// stackWriter is a fakeTransport that notes, for each WriteTexts, whether
+// the connection's reader goroutine made the call.
+type stackWriter struct {
+	*fakeTransport
+	mu       sync.Mutex
+	byReader []bool
+	started  chan struct{}
+}
+
+func (w *stackWriter) WriteTexts(texts [][]byte, deadline time.Time) error {
+	stack := string(debug.Stack())
+	w.mu.Lock()
+	w.byReader = append(w.byReader, strings.Contains(stack, ".(*Conn).readLoop("))
+	w.mu.Unlock()
+	select {
+	case w.started <- struct{}{}:
+	default:
+	}
+	return w.fakeTransport.WriteTexts(texts, deadline)
+}
+
+// An answer with nothing queued ahead of it is written by the reader
+// itself, without starting the writer goroutine (a goroutine start and
+// wake-up per request at light load), and a push queued while that write
+// is in flight follows it, in order.
+func TestAnswerWrittenByTheReader(t *testing.T) {
+	s := newTestServer(t, testConfig())
+	installTestHandlers(s)
+	ft := newFakeTransport(true)
+	w := &stackWriter{fakeTransport: ft, started: make(chan struct{}, 1)}
+	c := s.newConn("alice", 1, "jti", time.Time{}, "")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		s.run(c, w)
+	}()
+	t.Cleanup(func() {
+		_ = ft.Close()
+		<-done
+	})
+	waitFor(t, 5*time.Second, "registration", func() bool { return s.Online("alice") })
+
+	ft.inbound <- []byte(`{"req_identifier":9001,"msg_incr":"1","data":{}}`)
+	select {
+	case <-w.started:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the answer was never written")
+	}
+	if !c.Send(pushFrame) {
+		t.Fatal("push refused while the answer is being written")
+	}
+	close(ft.hold)
+	waitFor(t, 5*time.Second, "answer and push written", func() bool { return len(ft.writes()) == 2 })
+	got := ft.writes()
+	if !strings.Contains(got[0], `"msg_incr":"1"`) || got[1] != "data "+string(pushFrame.Bytes()) {
+		t.Fatalf("writes out of order: %q", got)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if want := []bool{true, false}; fmt.Sprint(w.byReader) != fmt.Sprint(want) {
+		t.Fatalf("written by the reader: %v, want %v (the answer by the reader, the push by the writer)", w.byReader, want)
 	}
 }

@@ -11,8 +11,9 @@ import (
 )
 
 // transport is the part of *websocket.Conn a session uses, so the session
-// logic can be driven by a fake in tests. Only the connection's writer calls
-// the Write* methods; only its reader calls the read side; Close may be
+// logic can be driven by a fake in tests. Only the goroutine holding the
+// connection's writing flag calls the Write* methods (the write loop, or the
+// reader in reply); only its reader calls the read side; Close may be
 // called from any goroutine.
 type transport interface {
 	// WriteTexts writes each of texts as one WebSocket text frame, in
@@ -48,7 +49,7 @@ type Conn struct {
 	mu          sync.Mutex // guards everything below
 	q           ring
 	inflight    int  // items the writer took from q and is writing
-	writing     bool // a writer goroutine is running
+	writing     bool // the write loop runs, or the reader is writing an answer (reply)
 	sealed      bool // no more frames are accepted (closing)
 	closeQueued bool // a close frame of ours is queued or written: graceful close
 	dead        bool // the transport is closed

@@ -169,7 +169,7 @@ func (c *Conn) handleFrame(mt int, msg []byte) {
 		return
 	}
 	if bytes.Equal(msg, appPing) {
-		c.Send(appPong)
+		c.reply(appPong)
 		return
 	}
 	// Every request counts against the user's limit, shared with HTTP
@@ -185,7 +185,7 @@ func (c *Conn) handleFrame(mt int, msg []byte) {
 		c.closeWith(string(o.reason), f, ClosePolicyViolation, string(o.reason))
 		return
 	}
-	c.Send(f)
+	c.reply(f)
 }
 
 // onPing answers a client's WebSocket ping through the queue.

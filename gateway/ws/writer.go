@@ -47,6 +47,44 @@ func (c *Conn) push(it outbound) bool {
 	return true
 }
 
+// reply answers a request from the connection's reader goroutine. With
+// nothing queued or being written it writes f on this goroutine, sparing
+// the writer goroutine's start and wake-up that otherwise cost every
+// request its own (at light load, one ACK per send); else f is queued
+// behind what is pending, in order. A write that blocks holds only this
+// connection's reader, as the writer would hold the connection: reading
+// resumes when the write completes or ws.write_timeout fails it.
+func (c *Conn) reply(f Frame) bool {
+	if f.IsZero() {
+		return false
+	}
+	c.mu.Lock()
+	if c.writing || c.sealed || c.dead || c.t == nil || c.q.len() > 0 {
+		c.mu.Unlock()
+		return c.Send(f)
+	}
+	c.writing, c.inflight = true, 1
+	c.writer.Add(1)
+	c.mu.Unlock()
+
+	err := c.t.WriteTexts([][]byte{f.data}, time.Now().Add(c.s.cfg.WriteTimeout))
+
+	c.mu.Lock()
+	c.writing, c.inflight = false, 0
+	c.checkHighWaterLocked()
+	if err == nil && c.q.len() > 0 {
+		c.startWriterLocked() // frames queued meanwhile found writing set
+	}
+	c.mu.Unlock()
+	c.writer.Done()
+	if err != nil {
+		c.fail("write_error")
+		return false
+	}
+	c.s.metrics.framesOut.Inc()
+	return true
+}
+
 // startWriterLocked starts the writer if none runs. The writer lives only
 // while frames are queued, so an idle connection costs no goroutine besides
 // its reader; the writing flag keeps it to one writer per connection.

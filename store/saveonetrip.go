@@ -38,8 +38,16 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	if revoke >= 0 {
 		revoke++
 	}
+	// Sized up front: grown by append, args alone was 18 % of the server's
+	// allocated bytes in a closed loop.
 	var q strings.Builder
-	var args []driver.NamedValue
+	size, n := 0, 0
+	for _, st := range stmts {
+		size += len(st.query) + 2
+		n += len(st.args)
+	}
+	q.Grow(size)
+	args := make([]driver.NamedValue, 0, n)
 	for i, st := range stmts {
 		if i > 0 {
 			q.WriteString(";\n")

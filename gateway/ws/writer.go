@@ -1,6 +1,7 @@
 package ws
 
 import (
+	"sync"
 	"time"
 
 	"github.com/hertz-contrib/websocket"
@@ -104,6 +105,17 @@ const (
 	batchBytes = 64 << 10
 )
 
+// writeScratch is a writer's working space, pooled: the writer exists only
+// while frames are queued, so at light load it starts once per frame, and
+// 64 items on its stack (4 KiB) plus the texts slice on the heap were
+// paid on every start.
+type writeScratch struct {
+	batch [batchItems]outbound
+	texts [batchItems][]byte
+}
+
+var scratchPool = sync.Pool{New: func() any { return new(writeScratch) }}
+
 // writeLoop writes queued items in order until the queue is empty. Each
 // wakeup takes everything queued (up to batchItems / batchBytes) and writes
 // consecutive data frames with one system call, as nats-server's flush loop
@@ -113,8 +125,9 @@ const (
 // reconnects and pulls).
 func (c *Conn) writeLoop() {
 	defer c.writer.Done()
-	var batch [batchItems]outbound
-	texts := make([][]byte, 0, batchItems)
+	sc := scratchPool.Get().(*writeScratch)
+	defer scratchPool.Put(sc)
+	batch, texts := &sc.batch, sc.texts[:0]
 	for {
 		c.mu.Lock()
 		n, size := 0, 0

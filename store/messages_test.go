@@ -124,6 +124,9 @@ func TestSaveBatchContract(t *testing.T) {
 			if max, _ := seqs.MaxSeq(ctx, conv); max != 7 {
 				t.Errorf("max_seq = %d, want 7 (the duplicate's gap is resolved too)", max)
 			}
+			if all, err := seqs.MaxSeqs(ctx, []string{conv, "si_nobody_none"}); err != nil || len(all) != 1 || all[conv] != 7 {
+				t.Errorf("MaxSeqs = %v, %v; want only %s: 7", all, err, conv)
+			}
 			got, err := msgs.Range(ctx, conv, 1, 100, 100)
 			if err != nil {
 				t.Fatal(err)

@@ -58,6 +58,25 @@ func (r *SeqRepo) MaxSeq(ctx context.Context, conversationID string) (int64, err
 	return v[0], nil
 }
 
+// MaxSeqs is MaxSeq of many conversations in one query: the map holds each
+// conversation of conversationIDs that has a saved seq (absent: 0).
+func (r *SeqRepo) MaxSeqs(ctx context.Context, conversationIDs []string) (map[string]int64, error) {
+	var rows []struct {
+		ConversationID string
+		MaxSeq         int64
+	}
+	err := r.db.Gorm.WithContext(ctx).Model(&seqConversationRow{}).Select("conversation_id, max_seq").
+		Where("conversation_id IN ?", conversationIDs).Scan(&rows).Error
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]int64, len(rows))
+	for _, row := range rows {
+		out[row.ConversationID] = row.MaxSeq
+	}
+	return out, nil
+}
+
 // Reserved returns the reserved ceiling of a conversation (for tests and the
 // admin view), 0 when nothing was ever leased.
 func (r *SeqRepo) Reserved(ctx context.Context, conversationID string) (int64, error) {

@@ -46,8 +46,13 @@ type Puller struct {
 
 // NewPuller returns a Puller; groups may be nil until group chat is wired
 // (group pulls are then refused); inflight may be nil when nothing is ever
-// in flight (every seq without a row is then a gap for good).
+// in flight (every seq without a row is then a gap for good). When seqs
+// also reads many conversations at once (BatchMaxSeqs), concurrent pulls
+// share their max_seq reads (maxSeqLookup).
 func NewPuller(reader Reader, seqs MaxSeqs, groups GroupBounds, inflight InFlight) *Puller {
+	if b, ok := seqs.(BatchMaxSeqs); ok {
+		seqs = newMaxSeqLookup(b)
+	}
 	return &Puller{reader: reader, seqs: seqs, groups: groups, inflight: inflight}
 }
 

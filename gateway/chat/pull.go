@@ -39,6 +39,7 @@ type InFlight interface {
 // Puller serves pulls.
 type Puller struct {
 	reader   Reader
+	ranges   *rangeLookup // reader's Range, shared by concurrent pulls of one window
 	seqs     MaxSeqs
 	groups   GroupBounds
 	inflight InFlight
@@ -48,12 +49,13 @@ type Puller struct {
 // (group pulls are then refused); inflight may be nil when nothing is ever
 // in flight (every seq without a row is then a gap for good). When seqs
 // also reads many conversations at once (BatchMaxSeqs), concurrent pulls
-// share their max_seq reads (maxSeqLookup).
+// share their max_seq reads (maxSeqLookup); concurrent pulls of the same
+// window share their read of its rows (rangeLookup).
 func NewPuller(reader Reader, seqs MaxSeqs, groups GroupBounds, inflight InFlight) *Puller {
 	if b, ok := seqs.(BatchMaxSeqs); ok {
 		seqs = newMaxSeqLookup(b)
 	}
-	return &Puller{reader: reader, seqs: seqs, groups: groups, inflight: inflight}
+	return &Puller{reader: reader, ranges: newRangeLookup(reader), seqs: seqs, groups: groups, inflight: inflight}
 }
 
 // PullRequest is the data of WS 1005 and the query of GET /msg/pull. With
@@ -150,7 +152,7 @@ func (p *Puller) Pull(ctx context.Context, userID string, req PullRequest) (Pull
 	// seq settled in between is then among the rows (see
 	// streams.InFlightReader).
 	pending := p.pending(ctx, req.ConversationID)
-	msgs, err := p.reader.Range(ctx, req.ConversationID, begin, end, limit)
+	msgs, err := p.ranges.Range(ctx, req.ConversationID, begin, end, limit)
 	if err != nil {
 		return PullResult{}, err
 	}

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"hash/maphash"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -20,19 +21,28 @@ type rangeResult struct {
 	msgs []domain.Message
 }
 
-// rangeLookup is Reader.Range for pulls, group committed like maxSeqLookup:
-// the pulls a group's 2102 sets off all ask for the same newest rows, so
-// the pulls of one batch that ask the same window share one query. Each
-// batch starts after its callers arrived, so it sees every row saved
-// before the pull read its in-flight marks (see Puller.Pull).
+// rangeStripes is how many independent group commits rangeLookup spreads
+// conversations over, so pulls of different conversations do not wait for
+// each other's queries.
+const rangeStripes = 64
+
+// rangeLookup is Reader.Range for pulls, group committed like maxSeqLookup
+// but per conversation (striped): the pulls a group's 2102 sets off all ask
+// for the same newest rows, so the pulls of one batch that ask the same
+// window share one query. Each batch starts after its callers arrived, so
+// it sees every row saved before the pull read its in-flight marks (see
+// Puller.Pull).
 type rangeLookup struct {
-	reader Reader
-	gc     *domain.GroupCommit[rangeKey, rangeResult]
+	reader  Reader
+	seed    maphash.Seed
+	stripes [rangeStripes]*domain.GroupCommit[rangeKey, rangeResult]
 }
 
 func newRangeLookup(r Reader) *rangeLookup {
-	l := &rangeLookup{reader: r}
-	l.gc = domain.NewGroupCommit(maxBoundsBatch, l.flush)
+	l := &rangeLookup{reader: r, seed: maphash.MakeSeed()}
+	for i := range l.stripes {
+		l.stripes[i] = domain.NewGroupCommit(maxBoundsBatch, l.flush)
+	}
 	return l
 }
 
@@ -57,6 +67,7 @@ func (l *rangeLookup) flush(ctx context.Context, batch []*domain.Call[rangeKey, 
 // ascending, at most limit; the slice may be shared with other pulls and
 // must not be modified.
 func (l *rangeLookup) Range(ctx context.Context, conversationID string, begin, end int64, limit int) ([]domain.Message, error) {
-	res, err := l.gc.Do(ctx, rangeKey{conversationID: conversationID, begin: begin, end: end, limit: limit})
+	gc := l.stripes[maphash.String(l.seed, conversationID)%rangeStripes]
+	res, err := gc.Do(ctx, rangeKey{conversationID: conversationID, begin: begin, end: end, limit: limit})
 	return res.msgs, err
 }

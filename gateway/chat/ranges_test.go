@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"testing"
+	"time"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -62,5 +64,58 @@ func TestRangeLookupSharesAWindow(t *testing.T) {
 	}
 	if msgs, err := l.Range(context.Background(), "sg_g1", 1, 3, 2); err != nil || len(msgs) != 2 {
 		t.Errorf("Range alone: %d rows, %v; want 2 (the limit)", len(msgs), err)
+	}
+}
+
+// heldReader blocks Range of conversation held until release is closed.
+type heldReader struct {
+	countingReader
+	held    string
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (r *heldReader) Range(ctx context.Context, conv string, begin, end int64, limit int) ([]domain.Message, error) {
+	if conv == r.held {
+		r.entered <- struct{}{}
+		<-r.release
+	}
+	return []domain.Message{{ConversationID: conv, Seq: begin}}, nil
+}
+
+// A slow read of one conversation does not hold pulls of another: only
+// pulls of the same stripe of conversations wait for each other.
+func TestRangeLookupDoesNotSerializeConversations(t *testing.T) {
+	r := &heldReader{held: "sg_slow", entered: make(chan struct{}), release: make(chan struct{})}
+	l := newRangeLookup(r)
+	stripe := func(c string) uint64 { return maphash.String(l.seed, c) % rangeStripes }
+	other := "sg_g0"
+	for i := range 1000 {
+		if c := fmt.Sprintf("sg_g%d", i); stripe(c) != stripe("sg_slow") {
+			other = c
+			break
+		}
+	}
+	slow := make(chan error, 1)
+	go func() {
+		_, err := l.Range(context.Background(), "sg_slow", 1, 1, 100)
+		slow <- err
+	}()
+	<-r.entered
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if msgs, err := l.Range(context.Background(), other, 4, 4, 100); err != nil || len(msgs) != 1 {
+			t.Errorf("other conversation: %v, %v", msgs, err)
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a pull of another conversation waited for a slow one")
+	}
+	close(r.release)
+	if err := <-slow; err != nil {
+		t.Fatal(err)
 	}
 }

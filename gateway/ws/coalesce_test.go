@@ -108,15 +108,7 @@ func TestAnswerWrittenByTheReader(t *testing.T) {
 	ft := newFakeTransport(true)
 	w := &stackWriter{fakeTransport: ft, started: make(chan struct{}, 1)}
 	c := s.newConn("alice", 1, "jti", time.Time{}, "")
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		s.run(c, w)
-	}()
-	t.Cleanup(func() {
-		_ = ft.Close()
-		<-done
-	})
+	runFakeSession(t, s, c, w)
 	waitFor(t, 5*time.Second, "registration", func() bool { return s.Online("alice") })
 
 	ft.inbound <- []byte(`{"req_identifier":9001,"msg_incr":"1","data":{}}`)

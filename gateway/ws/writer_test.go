@@ -137,17 +137,18 @@ func startFakeSession(t *testing.T, s *Server, user string, ft *fakeTransport) (
 	return c, done
 }
 
-// runFakeSession runs c's session on ft and returns a channel closed when
-// the session ended; it does not wait for the registration.
-func runFakeSession(t *testing.T, s *Server, c *Conn, ft *fakeTransport) chan struct{} {
+// runFakeSession runs c's session on tr (a fakeTransport, or one wrapping
+// it) and returns a channel closed when the session ended; it does not
+// wait for the registration.
+func runFakeSession(t *testing.T, s *Server, c *Conn, tr transport) chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		s.run(c, ft)
+		s.run(c, tr)
 	}()
 	t.Cleanup(func() {
-		_ = ft.Close()
+		_ = tr.Close()
 		<-done
 	})
 	return done

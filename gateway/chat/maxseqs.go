@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"time"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -14,6 +15,13 @@ type BatchMaxSeqs interface {
 
 // maxBoundsBatch bounds one batched max_seq read's IN list.
 const maxBoundsBatch = 256
+
+// pullReadTimeout bounds one batched read of pulls (max_seq or rows): the
+// batch runs without its callers' cancellation, so a database that hangs
+// fails the pulls after this long instead of holding them. Longer than the
+// send's duplicate lookup (lookupTimeout): a failed pull is an error the
+// client sees, a failed lookup is not.
+const pullReadTimeout = 10 * time.Second
 
 // maxSeqLookup is MaxSeqs for pulls, group committed: a pull that finds no
 // read in flight reads at once, alone; pulls that arrive while one is in
@@ -43,7 +51,7 @@ func (l *maxSeqLookup) flush(ctx context.Context, batch []*domain.Call[string, i
 			ids = append(ids, c.Req)
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pullReadTimeout)
 	defer cancel()
 	found, err := l.batch.MaxSeqs(ctx, ids)
 	for _, c := range batch {

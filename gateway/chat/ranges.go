@@ -48,7 +48,7 @@ func newRangeLookup(r Reader) *rangeLookup {
 
 // flush runs one query per distinct window of the batch, in arrival order.
 func (l *rangeLookup) flush(ctx context.Context, batch []*domain.Call[rangeKey, rangeResult]) {
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pullReadTimeout)
 	defer cancel()
 	done := make(map[rangeKey]*domain.Call[rangeKey, rangeResult], 1)
 	for _, c := range batch {

@@ -131,9 +131,18 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		return err
 	}
 	// Sized for the common case, every entry saved: grown by append they
-	// were a tenth of the server's allocated bytes (ToNext holds entries).
+	// were a tenth of the server's allocated bytes (ToNext holds entries,
+	// and only those routed save-first go on to delivery).
 	acks := make([]domain.Ack, 0, len(entries))
-	commit.ToNext = make([]streams.Entry, 0, len(entries))
+	saveFirst := 0
+	for i := range entries {
+		if entries[i].Route == streams.SaveFirst {
+			saveFirst++
+		}
+	}
+	if saveFirst > 0 {
+		commit.ToNext = make([]streams.Entry, 0, saveFirst)
+	}
 	commit.MarkSaved = make([]streams.IdemSaved, 0, len(entries))
 	commit.Settle = make([]streams.Settled, 0, len(entries))
 	commit.Ack = slices.Grow(commit.Ack, len(entries))

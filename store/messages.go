@@ -54,9 +54,9 @@ type SaveResult struct {
 // saved (a revoked message comes back with Original.Status revoked); see
 // docs/sync.md. Messages must not repeat a server_msg_id within msgs.
 //
-// On MySQL/MariaDB the common case — every row new — is one round trip and
-// a COMMIT (saveOneTrip); a batch that skipped a row is rolled back and
-// saved statement by statement. On SQLite the statements of a batch of up
+// On MySQL/MariaDB the common case — every row new — is one round trip,
+// COMMIT included (saveOneTrip); a batch with a row already there is
+// rolled back and saved statement by statement. On SQLite the statements of a batch of up
 // to 9 messages run prepared (stmtcache.go). Errors are the database's;
 // see IsRetryable.
 func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]SaveResult, error) {

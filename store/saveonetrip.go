@@ -14,25 +14,28 @@ import (
 )
 
 // errSlowPath: saveOneTrip could not save the batch in one round trip (a
-// row was skipped, or the statement is too large to send as text) and
+// row conflicted, or the statement is too large to send as text) and
 // rolled back; SaveBatch saves it statement by statement.
 var errSlowPath = errors.New("save batch: take the statement-by-statement path")
 
 // saveOneTrip is SaveBatch on MySQL/MariaDB for the common case, every row
-// new: START TRANSACTION, the INSERT and all of bookkeepingSQL's statements
-// as one multi-statement text query (multiStatements and
-// interpolateParams, which OpenMySQL sets), then COMMIT — two round trips
-// whatever the batch, against two per statement (prepare, execute) and
-// BEGIN and COMMIT through GORM before.
-// The bookkeeping assumes every row is inserted; when the INSERT's
-// affected rows say otherwise the transaction is rolled back and
-// errSlowPath returned. A recall intent that revoked a message costs one
-// more query. Statements are counted into the context's OpCounter as if
-// run one by one; the round trip counts once.
+// new: START TRANSACTION, a plain INSERT, all of bookkeepingSQL's
+// statements and COMMIT as one multi-statement text query
+// (multiStatements and interpolateParams, which OpenMySQL sets) — one
+// round trip whatever the batch, against two per statement (prepare,
+// execute) and BEGIN and COMMIT through GORM before.
+// The bookkeeping assumes every row is inserted, so the INSERT has no
+// conflict clause: a row that conflicts fails it (error 1062), the server
+// runs none of the statements after it, COMMIT included, and the
+// transaction is rolled back and errSlowPath returned. A recall intent
+// that revoked a message costs one more query, after the commit (a
+// revoked message stays revoked, so reading it then gives the same
+// answer). Statements are counted into the context's OpCounter as if run
+// one by one; the round trip counts once.
 func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, rows []messageRow, now int64) ([]SaveResult, error) {
 	results := make([]SaveResult, len(msgs))
 	allSaved(rows, results)
-	ins := r.db.insertMessagesSQL(rows)
+	ins := insertNewMessagesSQL(rows)
 	book, revoke := r.db.bookkeepingSQL(msgs, results, now)
 	stmts := append([]sqlStmt{ins}, book...)
 	if revoke >= 0 {
@@ -72,11 +75,11 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	}
 	err = conn.Raw(func(dc any) error {
 		return oneTrip(ctx, dc, q.String(), args, func(affected []int64, query queryFunc) error {
-			if len(affected) != len(stmts) {
-				return fmt.Errorf("save batch: %d results for %d statements", len(affected), len(stmts))
-			}
-			if affected[0] != int64(len(rows)) {
-				return errSlowPath
+			// Committed: a surprise here is an error the caller retries,
+			// and a retry finds the rows saved (SaveBatch is idempotent).
+			if len(affected) != len(stmts) || affected[0] != int64(len(rows)) {
+				return fmt.Errorf("save batch: committed with affected rows %v for %d statements and %d rows",
+					affected, len(stmts), len(rows))
 			}
 			if revoke < 0 || affected[revoke] == 0 {
 				return nil
@@ -100,46 +103,47 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	return results, nil
 }
 
-// queryFunc runs a one-column query in the transaction of oneTrip and
-// returns the set of its values.
+// queryFunc runs a one-column query on oneTrip's connection and returns
+// the set of its values.
 type queryFunc func(st sqlStmt) (map[string]bool, error)
 
-// oneTrip runs query (many statements) in a transaction on the driver
-// connection dc — START TRANSACTION travels with the statements, so the
-// whole batch is this query and a COMMIT — hands check every statement's
-// affected rows, and commits if check returns nil, otherwise rolls back.
-// A connection whose rollback failed is reported bad (driver.ErrBadConn)
-// so database/sql discards it rather than pool a connection inside a
-// transaction. Text the driver will not interpolate (driver.ErrSkip: too
-// large for a packet) is errSlowPath.
+// oneTrip runs query (many statements) as one transaction on the driver
+// connection dc — START TRANSACTION and COMMIT travel with the
+// statements, so the whole batch is one round trip — then hands
+// afterCommit every statement's affected rows. The server stops at the
+// first failing statement, before the COMMIT; oneTrip then rolls back and
+// returns the error, errSlowPath for a unique-key conflict (the plain
+// INSERT's way of saying a row was already there). A connection whose
+// rollback failed is reported bad (driver.ErrBadConn) so database/sql
+// discards it rather than pool a connection inside a transaction; a
+// round trip cut off with the COMMIT's outcome unknown ends there too,
+// and the caller's retry finds what was saved. Text the driver will not
+// interpolate (driver.ErrSkip: too large for a packet) is errSlowPath.
 func oneTrip(ctx context.Context, dc any, query string, args []driver.NamedValue,
-	check func(affected []int64, q queryFunc) error) (err error) {
+	afterCommit func(affected []int64, q queryFunc) error) error {
 	exec, ok1 := dc.(driver.ExecerContext)
 	read, ok2 := dc.(driver.QueryerContext)
 	if !ok1 || !ok2 {
 		return fmt.Errorf("save batch: driver connection %T cannot run one round trip: %w", dc, errSlowPath)
 	}
-	done := false
-	defer func() {
-		if done {
-			return
-		}
-		// Also after a failed START TRANSACTION: ROLLBACK outside a
-		// transaction is a no-op.
-		if _, rerr := exec.ExecContext(ctx, "ROLLBACK", nil); rerr != nil {
-			err = errors.Join(err, driver.ErrBadConn)
-		}
-	}()
-	res, err := exec.ExecContext(ctx, "START TRANSACTION;\n"+query, args)
+	res, err := exec.ExecContext(ctx, "START TRANSACTION;\n"+query+";\nCOMMIT", args)
 	if errors.Is(err, driver.ErrSkip) {
-		return errSlowPath
+		return errSlowPath // nothing was sent
 	}
 	if err != nil {
+		// Also after a failed START TRANSACTION or a failed COMMIT:
+		// ROLLBACK outside a transaction is a no-op.
+		if _, rerr := exec.ExecContext(ctx, "ROLLBACK", nil); rerr != nil {
+			return errors.Join(err, driver.ErrBadConn)
+		}
+		if isDuplicate(err) {
+			return errSlowPath
+		}
 		return err
 	}
 	multi, ok := res.(gomysql.Result)
 	if !ok {
-		return fmt.Errorf("save batch: driver result %T has no per-statement counts: %w", res, errSlowPath)
+		return fmt.Errorf("save batch: driver result %T has no per-statement counts", res)
 	}
 	q := func(st sqlStmt) (map[string]bool, error) {
 		named := make([]driver.NamedValue, len(st.args))
@@ -169,15 +173,9 @@ func oneTrip(ctx context.Context, dc any, query string, args []driver.NamedValue
 			}
 		}
 	}
-	if err := check(multi.AllRowsAffected()[1:], q); err != nil {
-		return err
+	all := multi.AllRowsAffected()
+	if len(all) < 2 {
+		return fmt.Errorf("save batch: %d results for a multi-statement transaction", len(all))
 	}
-	done = true
-	if _, err := exec.ExecContext(ctx, "COMMIT", nil); err != nil {
-		// The outcome of a failed COMMIT is unknown and so is the
-		// connection's state; SaveBatch is idempotent, so the caller
-		// retries.
-		return errors.Join(err, driver.ErrBadConn)
-	}
-	return nil
+	return afterCommit(all[1:len(all)-1], q)
 }

@@ -97,6 +97,21 @@ func (db *DB) upsertGreatest(table, columns string, width, rows int, keys string
 // insertMessagesSQL is the batch's multi-row INSERT, skipping rows that
 // conflict on any unique key (resolved afterwards by SaveBatch).
 func (db *DB) insertMessagesSQL(rows []messageRow) sqlStmt {
+	return sqlStmt{query: db.insertIgnoringConflicts("messages", messageColumns, messageColumnCount, len(rows), "id"),
+		args: messageArgs(rows)}
+}
+
+// insertNewMessagesSQL is the batch's multi-row INSERT that fails (MySQL
+// error 1062) instead of skipping a row that conflicts on a unique key:
+// saveOneTrip's INSERT, which must stop its statements before their COMMIT.
+func insertNewMessagesSQL(rows []messageRow) sqlStmt {
+	var b strings.Builder
+	insertValues(&b, "messages", messageColumns, messageColumnCount, len(rows))
+	return sqlStmt{query: b.String(), args: messageArgs(rows)}
+}
+
+// messageArgs are rows' values in messageColumns' order.
+func messageArgs(rows []messageRow) []any {
 	args := make([]any, 0, len(rows)*messageColumnCount)
 	for i := range rows {
 		r := &rows[i]
@@ -105,7 +120,7 @@ func (db *DB) insertMessagesSQL(rows []messageRow) sqlStmt {
 			r.ContentAudio, r.ContentFile, nullable(r.ContentCustom), nullable(r.AtUserIDs), int64(r.Status),
 			nullable(r.Extra), r.SendAt, r.CreatedAt, r.UpdatedAt)
 	}
-	return sqlStmt{query: db.insertIgnoringConflicts("messages", messageColumns, messageColumnCount, len(rows), "id"), args: args}
+	return args
 }
 
 // nullable is p's string, or nil (SQL NULL) for a nil p.

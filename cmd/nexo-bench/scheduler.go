@@ -67,20 +67,15 @@ func drive(ctx context.Context, clk *clock, rec *recorder, senders []*sender, l 
 }
 
 func (s *sender) openLoop(ctx context.Context, clk *clock, rec *recorder, l load, offset int64, interval float64) {
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
+	p := newPacer(ctx)
+	defer p.close()
 	for k := 0; ; k++ {
 		due := l.start + offset + int64(float64(k)*interval)
 		if due >= l.end {
 			return
 		}
-		if d := due - clk.now(); d > 0 {
-			timer.Reset(time.Duration(d))
-			select {
-			case <-ctx.Done():
-				return
-			case <-timer.C:
-			}
+		if d := due - clk.now(); d > 0 && !p.sleep(time.Duration(d)) {
+			return
 		}
 		s.send(clk, rec, l, due, nil)
 	}

@@ -12,6 +12,7 @@ import (
 // network poller, so the wake-up is the kernel's timer, not epoll_pwait's
 // millisecond timeout.
 type timerfdPacer struct {
+	ctx  context.Context
 	fd   int
 	f    *os.File
 	stop func() bool
@@ -28,13 +29,16 @@ func newPacer(ctx context.Context) pacer {
 	// A non-blocking descriptor: os.NewFile registers it with the poller
 	// (f.Fd() would make it blocking again, so the pacer keeps fd).
 	f := os.NewFile(uintptr(fd), "timerfd")
-	p := &timerfdPacer{fd: fd, f: f}
+	p := &timerfdPacer{ctx: ctx, fd: fd, f: f}
 	// A past read deadline wakes a sleep in progress and fails every later one.
 	p.stop = context.AfterFunc(ctx, func() { _ = f.SetReadDeadline(time.Unix(1, 0)) })
 	return p
 }
 
 func (p *timerfdPacer) sleep(d time.Duration) bool {
+	if p.ctx.Err() != nil {
+		return false // also where the poller could not take the timerfd and the deadline is not honoured
+	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
 	if err := unix.TimerfdSettime(p.fd, 0, &spec, nil); err != nil {
 		return false

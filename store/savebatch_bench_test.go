@@ -72,3 +72,51 @@ func processCPU() time.Duration {
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkSaveFloor is what the database costs per message at a batch
+// size, the whole of the database's share of the pipeline: the accept-time
+// duplicate lookup (one query for the batch's keys, as concurrent sends
+// share one) and the save (one batch of single-chat messages over 50
+// conversations, in sequence). cpu-us/msg is this process's CPU per
+// message; db-cpu-us/msg the database server's, when it runs on this
+// machine as mariadbd or mysqld (read from /proc). docs/bench/README.md
+// ("What two cores can hold") quotes it. Run:
+// go test -run '^$' -bench SaveFloor -benchtime 3000x ./store
+func BenchmarkSaveFloor(b *testing.B) {
+	for _, size := range []int{1, 10, 100, 400} {
+		b.Run(fmt.Sprintf("mariadb/batch=%d", size), func(b *testing.B) {
+			repo := store.NewMessageRepo(storetest.MySQL(b))
+			ctx := context.Background()
+			dbPID := storetest.LocalProcess("mariadbd", "mysqld")
+			seq := map[string]int64{}
+			batch := make([]domain.Message, size)
+			keys := make([]domain.ClientMsgKey, size)
+			n := 0
+			b.ResetTimer()
+			c0, d0 := processCPU(), storetest.ProcessCPU(dbPID)
+			for i := 0; i < b.N; i++ {
+				for j := range batch {
+					u, v := fmt.Sprint("u", n%50), fmt.Sprint("v", n%50)
+					m := textMsg(u, v, fmt.Sprint("c", n), 0)
+					seq[m.ConversationID]++
+					m.Seq = seq[m.ConversationID]
+					m.ServerMsgID = fmt.Sprint("srv-", n)
+					m.AtUserIDs = nil
+					batch[j], keys[j] = m, domain.ClientMsgKey{SenderID: u, ClientMsgID: m.ClientMsgID}
+					n++
+				}
+				if found, err := repo.ByClientMsgIDs(ctx, keys); err != nil || len(found) != 0 {
+					b.Fatalf("lookup: %d found, %v", len(found), err)
+				}
+				if _, err := repo.SaveBatch(ctx, batch); err != nil {
+					b.Fatal(err)
+				}
+			}
+			msgs := float64(b.N * size)
+			b.ReportMetric(float64((processCPU()-c0).Microseconds())/msgs, "cpu-us/msg")
+			if dbPID > 0 {
+				b.ReportMetric(float64((storetest.ProcessCPU(dbPID)-d0).Microseconds())/msgs, "db-cpu-us/msg")
+			}
+		})
+	}
+}

@@ -56,8 +56,8 @@ type SaveResult struct {
 //
 // On MySQL/MariaDB the common case — every row new — is one round trip,
 // COMMIT included (saveOneTrip); a batch with a row already there is
-// rolled back and saved statement by statement. On SQLite the statements of a batch of up
-// to 9 messages run prepared (stmtcache.go). Errors are the database's;
+// rolled back and saved statement by statement. On SQLite the statements
+// of a batch of up to 9 messages run prepared (stmtcache.go). Errors are the database's;
 // see IsRetryable.
 func (r *MessageRepo) SaveBatch(ctx context.Context, msgs []domain.Message) ([]SaveResult, error) {
 	if len(msgs) == 0 {

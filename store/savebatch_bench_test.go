@@ -81,7 +81,7 @@ func processCPU() time.Duration {
 // message; db-cpu-us/msg the database server's, when it runs on this
 // machine as mariadbd or mysqld (read from /proc). docs/bench/README.md
 // ("What two cores can hold") quotes it. Run:
-// go test -run '^$' -bench SaveFloor -benchtime 3000x ./store
+// go test -run '^$' -bench SaveFloor -benchtime 1000x ./store
 func BenchmarkSaveFloor(b *testing.B) {
 	for _, size := range []int{1, 10, 100, 400} {
 		b.Run(fmt.Sprintf("mariadb/batch=%d", size), func(b *testing.B) {

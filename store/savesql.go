@@ -332,16 +332,14 @@ func savedNormal(msgs []domain.Message, res []SaveResult) []*domain.Message {
 	return out
 }
 
-// savedNormalIDs are the server_msg_ids, sorted, of the batch's messages
-// stored under their own ID and sent normal (those a recall can revoke).
+// savedNormalIDs are the server_msg_ids of savedNormal's messages, in its
+// order.
 func savedNormalIDs(msgs []domain.Message, res []SaveResult) []string {
-	var ids []string
-	for i := range msgs {
-		if res[i].Outcome == Saved && msgs[i].Status == domain.StatusNormal {
-			ids = append(ids, msgs[i].ServerMsgID)
-		}
+	saved := savedNormal(msgs, res)
+	ids := make([]string, len(saved))
+	for i, m := range saved {
+		ids[i] = m.ServerMsgID
 	}
-	sort.Strings(ids)
 	return ids
 }
 

@@ -28,7 +28,7 @@ test: importcheck
 	@# "context deadline exceeded" when a duration ends mid-execution
 	@# (golang/go#75804, fixed in Go 1.27; seen in CI on FuzzMessageContent).
 	$(GO) test -run '^$$' -fuzz=FuzzDecodeAndDispatch -fuzztime=10000x ./gateway/ws
-	$(GO) test -run '^$$' -fuzz=FuzzDecodeJSON -fuzztime=8000x ./gateway
+	$(GO) test -run '^$$' -fuzz=FuzzDecodeJSON -fuzztime=8000x ./gateway/api
 	@# The whole server in-process: SQLite, and MariaDB + Redis when their
 	@# variables are set. The first run builds cmd/app instrumented (minutes
 	@# on 2 cores, then cached; both targets share the build).
@@ -73,6 +73,6 @@ bench:
 FUZZTIME ?= 5m
 fuzz:
 	$(GO) test -run '^$$' -fuzz=FuzzDecodeAndDispatch -fuzztime=$(FUZZTIME) ./gateway/ws
-	$(GO) test -run '^$$' -fuzz=FuzzDecodeJSON -fuzztime=$(FUZZTIME) ./gateway
+	$(GO) test -run '^$$' -fuzz=FuzzDecodeJSON -fuzztime=$(FUZZTIME) ./gateway/api
 	$(GO) test -run '^$$' -fuzz=FuzzQueryString -fuzztime=$(FUZZTIME) ./cmd/app
 	$(GO) test -run '^$$' -fuzz=FuzzMessageContent -fuzztime=$(FUZZTIME) ./cmd/app

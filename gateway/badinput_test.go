@@ -11,7 +11,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
 )
@@ -186,7 +186,7 @@ func TestRouteAuthenticated(t *testing.T) {
 	e := newEnv(t)
 	e.srv.Route("GET", "/whoami", func(ctx context.Context, c *app.RequestContext) {
 		claims, _ := authClaims(c)
-		gateway.WriteOK(c, claims)
+		api.WriteOK(c, claims)
 	}, true)
 	wantErr(t, e.do(t, "GET", "/whoami", "", ""), wire.ReasonTokenMissing, "")
 	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"zoe","nickname":"Z","password":"plum-tart-9"}`, ""))

@@ -6,12 +6,13 @@ import (
 
 	"github.com/cloudwego/hertz/pkg/app"
 
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
 // healthz handles GET /healthz: the process is up and serving.
 func (s *Server) healthz(ctx context.Context, c *app.RequestContext) {
-	WriteOK(c, map[string]string{"status": "ok"})
+	api.WriteOK(c, map[string]string{"status": "ok"})
 }
 
 // readyz handles GET /readyz: every ReadyCheck (database, Redis) answers
@@ -25,7 +26,7 @@ func (s *Server) healthz(ctx context.Context, c *app.RequestContext) {
 // {"status":"ready"}.
 func (s *Server) readyz(ctx context.Context, c *app.RequestContext) {
 	if s.Draining() {
-		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonServerBusy, "draining: this instance is shutting down"))
+		api.WriteError(ctx, c, s.log, wire.NewError(wire.ReasonServerBusy, "draining: this instance is shutting down"))
 		return
 	}
 	var failed []string
@@ -39,7 +40,7 @@ func (s *Server) readyz(ctx context.Context, c *app.RequestContext) {
 		}
 	}
 	if len(failed) > 0 {
-		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonServerBusy, "unreachable: "+strings.Join(failed, ", ")))
+		api.WriteError(ctx, c, s.log, wire.NewError(wire.ReasonServerBusy, "unreachable: "+strings.Join(failed, ", ")))
 		return
 	}
 	// Degraded: serving, but an operator must act (Redis near its
@@ -56,8 +57,8 @@ func (s *Server) readyz(ctx context.Context, c *app.RequestContext) {
 		}
 	}
 	if len(degraded) > 0 {
-		WriteOK(c, map[string]any{"status": "degraded", "degraded": degraded})
+		api.WriteOK(c, map[string]any{"status": "degraded", "degraded": degraded})
 		return
 	}
-	WriteOK(c, map[string]string{"status": "ready"})
+	api.WriteOK(c, map[string]string{"status": "ready"})
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/cloudwego/hertz/pkg/app"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
 )
 
@@ -21,16 +22,16 @@ type loginRequest struct {
 // matches is bad_credentials, the same answer for both.
 func (r *loginRequest) Validate() error {
 	if r.UserID == "" {
-		return BadField("user_id", "is required")
+		return domain.BadField("user_id", "is required")
 	}
 	if !domain.ValidID(r.UserID) {
 		return badUserID("user_id")
 	}
-	if err := checkLen("password", r.Password, 1, domain.MaxPasswordLen); err != nil {
+	if err := domain.CheckLen("password", r.Password, 1, domain.MaxPasswordLen); err != nil {
 		return err
 	}
 	if !domain.Platform(r.PlatformID).Valid() {
-		return BadField("platform_id", "must be an OpenIM platform number 1–10 (1 iOS, 2 Android, 3 Windows, 4 macOS, 5 Web, 6 mini web, 7 Linux, 8 Android pad, 9 iPad, 10 admin)")
+		return domain.BadField("platform_id", "must be an OpenIM platform number 1–10 (1 iOS, 2 Android, 3 Windows, 4 macOS, 5 Web, 6 mini web, 7 Linux, 8 Android pad, 9 iPad, 10 admin)")
 	}
 	return nil
 }
@@ -50,8 +51,8 @@ func tokenResponseOf(t auth.Token) tokenResponse {
 // a wrong password are both 401 bad_credentials and take the same time.
 func (s *Server) login(ctx context.Context, c *app.RequestContext) {
 	var req loginRequest
-	if err := BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
-		WriteError(ctx, c, s.log, err)
+	if err := api.BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	// Limits before any hashing: per client IP (every attempt) and per
@@ -59,16 +60,16 @@ func (s *Server) login(ctx context.Context, c *app.RequestContext) {
 	// after failures, shared by every instance.
 	ip := s.clientIP(c)
 	if err := s.allowLogin(ctx, limitLoginIP, ip, s.deps.Limits.LoginIP); err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if err := s.allowLogin(ctx, limitLoginAccount, req.UserID, s.deps.Limits.LoginAccount); err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	u, err := s.deps.Users.Get(ctx, req.UserID)
 	if err != nil && !errors.Is(err, domain.ErrUserNotFound) {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	// u.PasswordHash is "" for an unknown user: Check then burns the same
@@ -78,24 +79,24 @@ func (s *Server) login(ctx context.Context, c *app.RequestContext) {
 		if errors.Is(err, domain.ErrBadCredentials) {
 			s.loginFailed(ctx, ip, req.UserID)
 		}
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if u.Disabled {
-		WriteError(ctx, c, s.log, domain.ErrUserDisabled)
+		api.WriteError(ctx, c, s.log, domain.ErrUserDisabled)
 		return
 	}
 	s.resetLoginAccount(ctx, u.ID)
 	tok, err := s.deps.Issuer.Issue(ctx, u.ID, req.PlatformID)
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if tok.Replaced != "" && s.deps.OnLogout != nil {
 		// The older login's live sessions end now (session_invalid).
 		s.deps.OnLogout(u.ID, req.PlatformID, tok.Replaced)
 	}
-	WriteOK(c, tokenResponseOf(tok))
+	api.WriteOK(c, tokenResponseOf(tok))
 }
 
 // refresh handles POST /auth/refresh: a new token for the caller's user and
@@ -106,13 +107,13 @@ func (s *Server) refresh(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
 	tok, err := s.deps.Issuer.Refresh(ctx, claims)
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if s.deps.OnLogout != nil {
 		s.deps.OnLogout(claims.UserID, claims.PlatformID, claims.JTI)
 	}
-	WriteOK(c, tokenResponseOf(tok))
+	api.WriteOK(c, tokenResponseOf(tok))
 }
 
 // logout handles POST /auth/logout: the presented token is revoked (refused
@@ -121,11 +122,11 @@ func (s *Server) refresh(ctx context.Context, c *app.RequestContext) {
 func (s *Server) logout(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
 	if err := s.deps.Issuer.Revoke(ctx, claims); err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if s.deps.OnLogout != nil {
 		s.deps.OnLogout(claims.UserID, claims.PlatformID, claims.JTI)
 	}
-	WriteOK(c, struct{}{})
+	api.WriteOK(c, struct{}{})
 }

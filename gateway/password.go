@@ -6,6 +6,7 @@ import (
 	"github.com/cloudwego/hertz/pkg/app"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
 )
 
@@ -18,14 +19,14 @@ type passwordRequest struct {
 // Validate applies the rules of a new password; the old one only needs to
 // be present (it is checked against the stored hash).
 func (r *passwordRequest) Validate() error {
-	if err := checkLen("old_password", r.OldPassword, 1, 512); err != nil {
+	if err := domain.CheckLen("old_password", r.OldPassword, 1, 512); err != nil {
 		return err
 	}
 	if err := checkNewPassword("new_password", r.NewPassword); err != nil {
 		return err
 	}
 	if r.NewPassword == r.OldPassword {
-		return BadField("new_password", "must differ from old_password")
+		return domain.BadField("new_password", "must differ from old_password")
 	}
 	return nil
 }
@@ -48,26 +49,26 @@ type revokedJSON struct {
 func (s *Server) changePassword(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
 	var req passwordRequest
-	if err := BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
-		WriteError(ctx, c, s.log, err)
+	if err := api.BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	u, err := s.deps.Users.Get(ctx, claims.UserID)
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if err := s.deps.Passwords.Check(u.PasswordHash, req.OldPassword); err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	hash, err := s.deps.Passwords.Hash(req.NewPassword)
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if err := s.deps.Users.SetPassword(ctx, claims.UserID, hash); err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	revoked, err := s.deps.Issuer.RevokeAll(ctx, claims.UserID, claims)
@@ -86,10 +87,10 @@ func (s *Server) changePassword(ctx context.Context, c *app.RequestContext) {
 		}
 	}
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
-	WriteOK(c, revokedJSON{Revoked: len(revoked)})
+	api.WriteOK(c, revokedJSON{Revoked: len(revoked)})
 }
 
 // logoutAll handles POST /auth/logout_all: every token of the caller is
@@ -104,8 +105,8 @@ func (s *Server) logoutAll(ctx context.Context, c *app.RequestContext) {
 		s.deps.OnLogout(claims.UserID, 0, "")
 	}
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
-	WriteOK(c, revokedJSON{Revoked: len(revoked)})
+	api.WriteOK(c, revokedJSON{Revoked: len(revoked)})
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
@@ -26,7 +27,7 @@ func TestRequestIDAndStripping(t *testing.T) {
 	e := newEnv(t, func(d *gateway.Deps) { d.Logger = slog.New(slog.NewTextHandler(logs, nil)) })
 	const secret = "dial tcp 127.0.0.1:16390: connect: connection refused"
 	e.srv.Route("GET", "/test/busy", func(ctx context.Context, c *app.RequestContext) {
-		gateway.WriteError(ctx, c, slog.New(slog.NewTextHandler(logs, nil)), fmt.Errorf("%w: %s", domain.ErrServerBusy, secret))
+		api.WriteError(ctx, c, slog.New(slog.NewTextHandler(logs, nil)), fmt.Errorf("%w: %s", domain.ErrServerBusy, secret))
 	}, false)
 	e.srv.Route("GET", "/test/panic", func(ctx context.Context, c *app.RequestContext) { panic(secret) }, false)
 

@@ -15,6 +15,7 @@ import (
 	"github.com/cloudwego/hertz/pkg/app"
 
 	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
@@ -34,7 +35,7 @@ func TestRunServesAndShutsDownGracefully(t *testing.T) {
 	e.srv.Route("GET", "/slow", func(ctx context.Context, c *app.RequestContext) {
 		close(entered)
 		<-release
-		gateway.WriteOK(c, "done")
+		api.WriteOK(c, "done")
 	}, false)
 
 	ctx, cancel := context.WithCancel(context.Background())

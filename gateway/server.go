@@ -26,6 +26,7 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/gateway/wire"
@@ -168,7 +169,7 @@ func NewServer(d Deps) (*Server, error) {
 		h.Use(d.CORS)
 	}
 	h.NoRoute(func(ctx context.Context, c *app.RequestContext) {
-		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path())))
+		api.WriteError(ctx, c, s.log, wire.NewError(wire.ReasonNotFound, fmt.Sprintf("no route %s %s", c.Method(), c.Path())))
 	})
 
 	s.Route("GET", "/healthz", s.healthz, false)
@@ -283,20 +284,12 @@ func (s *Server) requestID(ctx context.Context, c *app.RequestContext) {
 	c.Next(wire.WithRequestID(ctx, id))
 }
 
-// RequestID returns the id of the request c is serving (the X-Request-Id
-// response header the first middleware set), or "" outside a request.
-// Middleware that runs outside the handler's ctx (an access log) reads it
-// here; code with the handler's ctx can use wire.RequestIDFrom(ctx).
-func RequestID(c *app.RequestContext) string {
-	return string(c.Response.Header.Peek(wire.RequestIDHeader))
-}
-
 // recoverPanics turns a handler panic into a logged 500 internal_error, so
 // no client input can take the process down.
 func (s *Server) recoverPanics(ctx context.Context, c *app.RequestContext) {
 	defer func() {
 		if r := recover(); r != nil {
-			id := RequestID(c)
+			id := api.RequestID(c)
 			s.log.ErrorContext(ctx, "handler panic", "method", string(c.Method()), "path", string(c.Path()),
 				"request_id", id, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			we := wire.NewError(wire.ReasonInternalError, "").WithRequestID(id)

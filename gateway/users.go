@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
@@ -27,31 +28,31 @@ func (r *registerRequest) Validate() error {
 		return badUserID("user_id")
 	}
 	if domain.IsReservedUserID(r.UserID) {
-		return BadField("user_id", "%q is reserved (%s); choose another", r.UserID, strings.Join(domain.ReservedUserIDs(), ", "))
+		return domain.BadField("user_id", "%q is reserved (%s); choose another", r.UserID, strings.Join(domain.ReservedUserIDs(), ", "))
 	}
-	if err := checkLen("nickname", r.Nickname, 1, domain.MaxNicknameLen); err != nil {
+	if err := domain.CheckLen("nickname", r.Nickname, 1, domain.MaxNicknameLen); err != nil {
 		return err
 	}
 	if err := checkNewPassword("password", r.Password); err != nil {
 		return err
 	}
-	return checkLen("avatar", r.Avatar, 0, domain.MaxAvatarLen)
+	return domain.CheckLen("avatar", r.Avatar, 0, domain.MaxAvatarLen)
 }
 
 // checkNewPassword is the rule for a password being set (registration, a
 // change): 8–128 characters and not one of the most common passwords.
 func checkNewPassword(field, password string) error {
-	if err := checkLen(field, password, domain.MinPasswordLen, domain.MaxPasswordLen); err != nil {
+	if err := domain.CheckLen(field, password, domain.MinPasswordLen, domain.MaxPasswordLen); err != nil {
 		return err
 	}
 	if auth.IsCommonPassword(password) {
-		return BadField(field, "is one of the %d most common passwords; choose another", auth.CommonPasswordCount)
+		return domain.BadField(field, "is one of the %d most common passwords; choose another", auth.CommonPasswordCount)
 	}
 	return nil
 }
 
 func badUserID(field string) error {
-	return BadField(field, "must be 1–%d characters of A-Z a-z 0-9 _ -", domain.MaxIDLen)
+	return domain.BadField(field, "must be 1–%d characters of A-Z a-z 0-9 _ -", domain.MaxIDLen)
 }
 
 // profile is a user as the API shows it; the password hash never leaves.
@@ -80,24 +81,24 @@ type publicProfile struct {
 // when the body has none. A taken ID is 409 user_exists.
 func (s *Server) register(ctx context.Context, c *app.RequestContext) {
 	if s.deps.RegistrationClosed {
-		WriteError(ctx, c, s.log, wire.NewError(wire.ReasonForbidden, "registration is closed (auth.registration): users come from the app's server API"))
+		api.WriteError(ctx, c, s.log, wire.NewError(wire.ReasonForbidden, "registration is closed (auth.registration): users come from the app's server API"))
 		return
 	}
 	var req registerRequest
-	if err := BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
-		WriteError(ctx, c, s.log, err)
+	if err := api.BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if req.UserID == "" {
 		id, err := uuid.NewV7()
 		if err != nil {
-			WriteError(ctx, c, s.log, fmt.Errorf("user id: %w", err))
+			api.WriteError(ctx, c, s.log, fmt.Errorf("user id: %w", err))
 			return
 		}
 		req.UserID = id.String()
 	}
 	if err := s.allow(ctx, limitRegisterIP, s.clientIP(c), s.deps.Limits.RegisterIP); err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	var hash string
@@ -106,15 +107,15 @@ func (s *Server) register(ctx context.Context, c *app.RequestContext) {
 		return err
 	})
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	u, err := s.deps.Users.Create(ctx, domain.User{ID: req.UserID, Nickname: req.Nickname, Avatar: req.Avatar, PasswordHash: hash})
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
-	WriteOK(c, map[string]string{"user_id": u.ID})
+	api.WriteOK(c, map[string]string{"user_id": u.ID})
 }
 
 // userInfo handles GET /user/info?user_id= → profile; without user_id (or
@@ -127,19 +128,19 @@ func (s *Server) userInfo(ctx context.Context, c *app.RequestContext) {
 		id = claims.UserID
 	}
 	if !domain.ValidID(id) {
-		WriteError(ctx, c, s.log, badUserID("user_id"))
+		api.WriteError(ctx, c, s.log, badUserID("user_id"))
 		return
 	}
 	u, err := s.deps.Users.Get(ctx, id)
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	if id != claims.UserID {
-		WriteOK(c, publicProfile{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar})
+		api.WriteOK(c, publicProfile{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar})
 		return
 	}
-	WriteOK(c, profileOf(u))
+	api.WriteOK(c, profileOf(u))
 }
 
 // updateRequest is the body of PUT /user/update; absent fields stay as they
@@ -152,15 +153,15 @@ type updateRequest struct {
 // Validate requires at least one field and applies the length rules.
 func (r *updateRequest) Validate() error {
 	if r.Nickname == nil && r.Avatar == nil {
-		return BadField("body", "must set nickname and/or avatar")
+		return domain.BadField("body", "must set nickname and/or avatar")
 	}
 	if r.Nickname != nil {
-		if err := checkLen("nickname", *r.Nickname, 1, domain.MaxNicknameLen); err != nil {
+		if err := domain.CheckLen("nickname", *r.Nickname, 1, domain.MaxNicknameLen); err != nil {
 			return err
 		}
 	}
 	if r.Avatar != nil {
-		return checkLen("avatar", *r.Avatar, 0, domain.MaxAvatarLen)
+		return domain.CheckLen("avatar", *r.Avatar, 0, domain.MaxAvatarLen)
 	}
 	return nil
 }
@@ -170,14 +171,14 @@ func (r *updateRequest) Validate() error {
 func (s *Server) updateUser(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
 	var req updateRequest
-	if err := BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
-		WriteError(ctx, c, s.log, err)
+	if err := api.BindJSON(c, s.deps.HTTP.MaxBodyBytes, &req); err != nil {
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
 	u, err := s.deps.Users.Update(ctx, claims.UserID, req.Nickname, req.Avatar)
 	if err != nil {
-		WriteError(ctx, c, s.log, err)
+		api.WriteError(ctx, c, s.log, err)
 		return
 	}
-	WriteOK(c, profileOf(u))
+	api.WriteOK(c, profileOf(u))
 }

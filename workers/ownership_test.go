@@ -14,7 +14,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/chat"
+	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/store/storetest"
 	"github.com/nexo-im/nexo/streams"
 	"github.com/nexo-im/nexo/workers"

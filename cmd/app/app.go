@@ -23,13 +23,13 @@ import (
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
-	"github.com/nexo-im/nexo/gateway/chat"
 	"github.com/nexo-im/nexo/gateway/cluster"
-	"github.com/nexo-im/nexo/gateway/group"
 	"github.com/nexo-im/nexo/gateway/limits"
-	"github.com/nexo-im/nexo/gateway/presence"
-	"github.com/nexo-im/nexo/gateway/state"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/services/chat"
+	"github.com/nexo-im/nexo/services/group"
+	"github.com/nexo-im/nexo/services/presence"
+	"github.com/nexo-im/nexo/services/sync"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/streams"
 	"github.com/nexo-im/nexo/workers"
@@ -87,7 +87,7 @@ type App struct {
 	onLogout func(userID string, platformID int, jti string)
 	// resender is offline resend (gateway/state), built with the messaging
 	// step and run by the WebSocket gateway's OnConnect hook.
-	resender *state.Resender
+	resender *sync.Resender
 	// audit writes the message path's audit lines (docs/operations.md).
 	audit *domain.Audit
 	// member is this process's cluster membership (cmd/app/cluster.go);

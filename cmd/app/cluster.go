@@ -10,7 +10,7 @@ import (
 	"github.com/cloudwego/hertz/pkg/app"
 
 	"github.com/nexo-im/nexo/configs"
-	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/cluster"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
@@ -149,11 +149,11 @@ type ClusterInstance struct {
 // Redis now (not the cache). It needs "Authorization: Bearer <admin.token>".
 func (a *App) adminCluster(ctx context.Context, c *app.RequestContext) {
 	if !adminAuthorized(a.cfg.Admin.Token, c.GetHeader("Authorization")) {
-		gateway.WriteError(ctx, c, a.log, wire.NewError(wire.ReasonForbidden, "admin endpoints need Authorization: Bearer <admin.token>"))
+		api.WriteError(ctx, c, a.log, wire.NewError(wire.ReasonForbidden, "admin endpoints need Authorization: Bearer <admin.token>"))
 		return
 	}
 	if err := a.member.Refresh(ctx); err != nil {
-		gateway.WriteError(ctx, c, a.log, err)
+		api.WriteError(ctx, c, a.log, err)
 		return
 	}
 	var shards map[string][]int
@@ -168,7 +168,7 @@ func (a *App) adminCluster(ctx context.Context, c *app.RequestContext) {
 		}
 		out.Instances = append(out.Instances, ClusterInstance{Instance: in, Shards: s})
 	}
-	gateway.WriteOK(c, out)
+	api.WriteOK(c, out)
 }
 
 func (a *App) busName() string {

@@ -8,11 +8,11 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway/auth"
-	"github.com/nexo-im/nexo/gateway/chat"
-	"github.com/nexo-im/nexo/gateway/group"
-	"github.com/nexo-im/nexo/gateway/presence"
 	"github.com/nexo-im/nexo/gateway/serverapi"
-	"github.com/nexo-im/nexo/gateway/webhook"
+	"github.com/nexo-im/nexo/services/chat"
+	"github.com/nexo-im/nexo/services/group"
+	"github.com/nexo-im/nexo/services/presence"
+	"github.com/nexo-im/nexo/services/webhook"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/workers"
 )

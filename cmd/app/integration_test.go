@@ -21,8 +21,8 @@ import (
 
 const apiKey = "test-server-api-key-0123456789"
 
-// api calls the server API with the test key.
-func api(t *testing.T, method, url, body string) (int, map[string]any) {
+// serverAPI calls the server API with the test key.
+func serverAPI(t *testing.T, method, url, body string) (int, map[string]any) {
 	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
@@ -46,7 +46,7 @@ func api(t *testing.T, method, url, body string) (int, map[string]any) {
 
 func mustAPI(t *testing.T, method, url, body string) map[string]any {
 	t.Helper()
-	code, env := api(t, method, url, body)
+	code, env := serverAPI(t, method, url, body)
 	if code != 200 {
 		t.Fatalf("%s %s %s: %d %v", method, url, body, code, env)
 	}
@@ -86,7 +86,7 @@ func TestServerAPIEndToEnd(t *testing.T) {
 			t.Fatalf("create %s: %v", u, d)
 		}
 	}
-	if code, env := api(t, "POST", base+"/api/user/create", `{"user_id":"alice","nickname":"again"}`); code != 409 || env["err_msg"] != "user_exists" {
+	if code, env := serverAPI(t, "POST", base+"/api/user/create", `{"user_id":"alice","nickname":"again"}`); code != 409 || env["err_msg"] != "user_exists" {
 		t.Fatalf("create twice: %d %v", code, env)
 	}
 	if d := mustAPI(t, "POST", base+"/api/user/update", `{"user_id":"carol","nickname":"Caroline"}`); d["nickname"] != "Caroline" {
@@ -162,7 +162,7 @@ func TestServerAPIEndToEnd(t *testing.T) {
 		t.Fatalf("disabled user's token: %d %v", code, env)
 	}
 	t.Logf("disabled user cut off after %v", time.Since(began))
-	if code, env := api(t, "POST", base+"/api/token", `{"user_id":"bob","platform_id":5}`); code != 403 || env["err_msg"] != "user_disabled" {
+	if code, env := serverAPI(t, "POST", base+"/api/token", `{"user_id":"bob","platform_id":5}`); code != 403 || env["err_msg"] != "user_disabled" {
 		t.Fatalf("token for a disabled user: %d %v", code, env)
 	}
 	mustAPI(t, "POST", base+"/api/user/enable", `{"user_id":"bob"}`)
@@ -176,7 +176,7 @@ func TestServerAPIEndToEnd(t *testing.T) {
 		t.Fatalf("revoked token: %d %v", code, env)
 	}
 	mustAPI(t, "POST", base+"/api/user/delete", `{"user_id":"carol"}`)
-	if code, env := api(t, "GET", base+"/api/user/get?user_id=carol", ""); code != 404 || env["err_msg"] != "user_not_found" {
+	if code, env := serverAPI(t, "GET", base+"/api/user/get?user_id=carol", ""); code != 404 || env["err_msg"] != "user_not_found" {
 		t.Fatalf("deleted user: %d %v", code, env)
 	}
 }

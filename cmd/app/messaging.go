@@ -12,14 +12,14 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
-	"github.com/nexo-im/nexo/gateway/chat"
-	"github.com/nexo-im/nexo/gateway/group"
 	"github.com/nexo-im/nexo/gateway/limits"
-	"github.com/nexo-im/nexo/gateway/state"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/services/chat"
+	"github.com/nexo-im/nexo/services/group"
+	"github.com/nexo-im/nexo/services/sync"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/streams"
 	"github.com/nexo-im/nexo/web"
@@ -89,7 +89,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	convRepo := store.NewConversationRepo(a.db)
 	// recv_msg_opt 1 of single chats, read by the deliver stage and the
 	// synchronous path's pushes without a query per message.
-	noPush := state.NewNoPushCache(convRepo, a.cfg.Sync.RecvOptCacheTTL, a.log)
+	noPush := sync.NewNoPushCache(convRepo, a.cfg.Sync.RecvOptCacheTTL, a.log)
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit,
 		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
@@ -162,7 +162,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
 	svc := chat.NewService(chat.Deps{
-		Mode: a.mode, Msg: a.cfg.Msg, Accepter: state.NewMentionGate(accepter, members), Saver: msgs, Leaser: seqs, Users: a.users,
+		Mode: a.mode, Msg: a.cfg.Msg, Accepter: sync.NewMentionGate(accepter, members), Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
 		Hook: hooks.beforeSend(), After: hooks.chatAfter(), DeadSenders: deadSenders,
 	})
@@ -180,16 +180,16 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	// Sync and state (gateway/state, docs/sync.md): cursors and receipts,
 	// newest seq, conversations, recall, offline resend.
-	access := state.NewAccess(members, seqs, state.NewRedisIssued(a.rdb, keys), a.users)
-	receipts := state.NewReceipts(pusher, convRepo, members, a.cfg.Sync.GroupReceiptMaxMembers, a.log)
-	writer := state.NewCursorWriter(state.CursorWriterDeps{Store: store.NewCursorRepo(a.db), Sink: receipts,
+	access := sync.NewAccess(members, seqs, sync.NewRedisIssued(a.rdb, keys), a.users)
+	receipts := sync.NewReceipts(pusher, convRepo, members, a.cfg.Sync.GroupReceiptMaxMembers, a.log)
+	writer := sync.NewCursorWriter(sync.CursorWriterDeps{Store: store.NewCursorRepo(a.db), Sink: receipts,
 		Window: a.cfg.Sync.CursorFlushInterval, Saved: convRepo, Audit: audit, Registry: a.metrics, Log: a.log})
 	a.add(component{name: "cursor writer", run: writer.Run, stop: writer.Close})
-	recall := state.NewRecall(state.RecallDeps{Window: a.cfg.Msg.RevokeWindow, Wait: a.cfg.Sync.RevokeWait, Access: access,
+	recall := sync.NewRecall(sync.RecallDeps{Window: a.cfg.Msg.RevokeWindow, Wait: a.cfg.Sync.RevokeWait, Access: access,
 		Store: store.NewRevokeRepo(a.db), Roles: members, Notifier: svc, Push: pusher, Saved: seqs, InFlight: inflight})
-	state.NewHandlers(state.NewCursors(access, writer, convRepo), state.NewConversations(access, convRepo, writer, members, noPush),
+	sync.NewHandlers(sync.NewCursors(access, writer, convRepo), sync.NewConversations(access, convRepo, writer, members, noPush),
 		recall, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
-	a.resender = state.NewResender(state.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
+	a.resender = sync.NewResender(sync.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
 		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log, Audit: audit})
 
 	a.buildIntegration(hooks, members, convRepo)
@@ -231,11 +231,11 @@ type ModeJSON struct {
 // <admin.token>"; with no admin.token configured it is forbidden.
 func (a *App) adminMode(ctx context.Context, c *app.RequestContext) {
 	if !a.isAdmin(c) {
-		gateway.WriteError(ctx, c, a.log, wire.NewError(wire.ReasonForbidden, "admin endpoints need Authorization: Bearer <admin.token>"))
+		api.WriteError(ctx, c, a.log, wire.NewError(wire.ReasonForbidden, "admin endpoints need Authorization: Bearer <admin.token>"))
 		return
 	}
 	m := a.mode.Get()
-	gateway.WriteOK(c, ModeJSON{TwoPhaseEnabled: m.Enabled, DeliverBeforeSaved: m.DeliverBeforeSaved, FailOpen: m.FailOpen})
+	api.WriteOK(c, ModeJSON{TwoPhaseEnabled: m.Enabled, DeliverBeforeSaved: m.DeliverBeforeSaved, FailOpen: m.FailOpen})
 }
 
 // adminAuthorized reports whether header is "Bearer <want>". The token is

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/nexo-im/nexo/configs"
-	"github.com/nexo-im/nexo/gateway/webhook"
+	"github.com/nexo-im/nexo/services/webhook"
 )
 
 const hookSecret = "webhook-secret-0123456789"
@@ -196,7 +196,7 @@ func TestBeforeSendTimeoutObeysOnError(t *testing.T) {
 
 func mustAPIStatus(t *testing.T, base, body string) map[string]any {
 	t.Helper()
-	_, env := api(t, "POST", base+"/api/msg/send", body)
+	_, env := serverAPI(t, "POST", base+"/api/msg/send", body)
 	return env
 }
 

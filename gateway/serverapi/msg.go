@@ -10,9 +10,9 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway"
-	"github.com/nexo-im/nexo/gateway/chat"
-	"github.com/nexo-im/nexo/gateway/group"
+	"github.com/nexo-im/nexo/gateway/api"
+	"github.com/nexo-im/nexo/services/chat"
+	"github.com/nexo-im/nexo/services/group"
 )
 
 // MsgNotification is the msg_type of a notification the app sends through
@@ -20,19 +20,19 @@ import (
 const MsgNotification domain.MsgType = 1400
 
 // splitOp decodes a body {"<opField>": "...", ...rest} as strictly as
-// any route (gateway.BindJSON: Content-Type, size, duplicate names): opField
+// any route (api.BindJSON: Content-Type, size, duplicate names): opField
 // is taken out (required and a user ID unless optional) and the rest
 // decodes into dst as the route it stands in for would decode it. defaults
 // fills fields the body left out.
 func (a *API) splitOp(c *app.RequestContext, opField string, optional bool, dst any, defaults map[string]any) (string, error) {
 	var fields map[string]json.RawMessage
-	if err := gateway.BindJSON(c, a.d.MaxBody, &fields); err != nil {
+	if err := api.BindJSON(c, a.d.MaxBody, &fields); err != nil {
 		return "", err
 	}
 	var op string
 	if raw, ok := fields[opField]; ok {
 		if err := json.Unmarshal(raw, &op); err != nil {
-			return "", gateway.BadField(opField, "must be a string")
+			return "", domain.BadField(opField, "must be a string")
 		}
 		delete(fields, opField)
 	}
@@ -46,9 +46,9 @@ func (a *API) splitOp(c *app.RequestContext, opField string, optional bool, dst 
 	}
 	rest, err := json.Marshal(fields)
 	if err != nil {
-		return "", gateway.BadField("body", "must be a JSON object")
+		return "", domain.BadField("body", "must be a JSON object")
 	}
-	return op, gateway.DecodeJSON(rest, len(rest), dst)
+	return op, api.DecodeJSON(rest, len(rest), dst)
 }
 
 // sendMessage handles POST /api/msg/send: the body of /msg/send plus
@@ -82,20 +82,20 @@ func (r *NotificationRequest) Validate() error {
 	switch r.SessionType {
 	case int(domain.SessionSingle):
 		if !domain.ValidID(r.RecvID) || r.GroupID != "" {
-			return gateway.BadField("recv_id", "is required (and group_id empty) for session_type 1")
+			return domain.BadField("recv_id", "is required (and group_id empty) for session_type 1")
 		}
 	case int(domain.SessionGroup):
 		if !domain.ValidID(r.GroupID) || r.RecvID != "" {
-			return gateway.BadField("group_id", "is required (and recv_id empty) for session_type 3")
+			return domain.BadField("group_id", "is required (and recv_id empty) for session_type 3")
 		}
 	default:
-		return gateway.BadField("session_type", "must be 1 (single chat) or 3 (group chat)")
+		return domain.BadField("session_type", "must be 1 (single chat) or 3 (group chat)")
 	}
 	if r.Text == "" && len(r.Custom) == 0 {
-		return gateway.BadField("text", "or custom is required")
+		return domain.BadField("text", "or custom is required")
 	}
 	if len(r.Custom) > 0 && !json.Valid(r.Custom) {
-		return gateway.BadField("custom", "must be valid JSON")
+		return domain.BadField("custom", "must be valid JSON")
 	}
 	return nil
 }
@@ -198,7 +198,7 @@ func (a *API) groupDismiss(ctx context.Context, c *app.RequestContext) {
 func (a *API) groupInfo(ctx context.Context, c *app.RequestContext) {
 	id := string(c.Query("group_id"))
 	if !domain.ValidID(id) {
-		a.write(ctx, c, nil, gateway.BadField("group_id", "is required"))
+		a.write(ctx, c, nil, domain.BadField("group_id", "is required"))
 		return
 	}
 	g, err := a.d.Groups.Info(ctx, id)

@@ -16,11 +16,11 @@ import (
 	"github.com/cloudwego/hertz/pkg/app"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
-	"github.com/nexo-im/nexo/gateway/chat"
-	"github.com/nexo-im/nexo/gateway/group"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/services/chat"
+	"github.com/nexo-im/nexo/services/group"
 )
 
 // Users is the user store (store.UserRepo).
@@ -117,11 +117,11 @@ func (a *API) Register(r Router) {
 		h := rt.h
 		r.Route(rt.method, rt.path, func(ctx context.Context, c *app.RequestContext) {
 			if len(a.keys) == 0 {
-				gateway.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonNotFound, "the server API is disabled (server_api.keys is empty)"))
+				api.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonNotFound, "the server API is disabled (server_api.keys is empty)"))
 				return
 			}
 			if !a.authorized(c) {
-				gateway.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonUnauthorized, "the server API needs Authorization: apikey <one of server_api.keys>"))
+				api.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonUnauthorized, "the server API needs Authorization: apikey <one of server_api.keys>"))
 				return
 			}
 			h(ctx, c)
@@ -148,8 +148,8 @@ func (a *API) authorized(c *app.RequestContext) bool {
 // write answers res or err in the envelope.
 func (a *API) write(ctx context.Context, c *app.RequestContext, res any, err error) {
 	if err != nil {
-		gateway.WriteError(ctx, c, a.d.Log, err)
+		api.WriteError(ctx, c, a.d.Log, err)
 		return
 	}
-	gateway.WriteOK(c, res)
+	api.WriteOK(c, res)
 }

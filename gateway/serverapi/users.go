@@ -8,7 +8,7 @@ import (
 	"github.com/cloudwego/hertz/pkg/app"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api"
 )
 
 // UserJSON is a user as the server API shows it.
@@ -89,25 +89,25 @@ func (r *UserRequest) Validate() error {
 }
 
 func badUserID(field string) error {
-	return gateway.BadField(field, "is required: 1–%d characters of A-Z a-z 0-9 _ -", domain.MaxIDLen)
+	return domain.BadField(field, "is required: 1–%d characters of A-Z a-z 0-9 _ -", domain.MaxIDLen)
 }
 
 func checkLen(field, v string, min, max int) error {
 	n := utf8.RuneCountInString(v)
 	switch {
 	case n == 0 && min > 0:
-		return gateway.BadField(field, "is required")
+		return domain.BadField(field, "is required")
 	case n < min || n > max:
-		return gateway.BadField(field, "must be %d–%d characters (got %d)", min, max, n)
+		return domain.BadField(field, "must be %d–%d characters (got %d)", min, max, n)
 	}
 	return nil
 }
 
-// bind decodes the body strictly (gateway.BindJSON) into a T.
+// bind decodes the body strictly (api.BindJSON) into a T.
 func bind[T any](a *API, ctx context.Context, c *app.RequestContext) (T, bool) {
 	var req T
-	if err := gateway.BindJSON(c, a.d.MaxBody, &req); err != nil {
-		gateway.WriteError(ctx, c, a.d.Log, err)
+	if err := api.BindJSON(c, a.d.MaxBody, &req); err != nil {
+		api.WriteError(ctx, c, a.d.Log, err)
 		return req, false
 	}
 	return req, true
@@ -224,7 +224,7 @@ func (r *TokenRequest) Validate() error {
 		return badUserID("user_id")
 	}
 	if !domain.Platform(r.PlatformID).Valid() {
-		return gateway.BadField("platform_id", "must be an OpenIM platform number 1–10")
+		return domain.BadField("platform_id", "must be an OpenIM platform number 1–10")
 	}
 	return nil
 }

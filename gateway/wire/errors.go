@@ -178,7 +178,8 @@ func FromError(err error) *Error {
 }
 
 // Public is the one place that decides what of an error a client sees, on
-// both transports: a *Error passes through as its author wrote it; a
+// both transports: a *Error passes through as its author wrote it, and so
+// does a *domain.Error (its Kind's row, its Detail and RetryAfter); a
 // domain sentinel (wrapped or joined) gets its row with the error text as
 // detail, except for server-side rows (5xx), whose text may hold internal
 // detail (addresses, driver messages) and is dropped; anything else is
@@ -188,6 +189,10 @@ func FromError(err error) *Error {
 func Public(err error) (we *Error, hidden bool) {
 	if errors.As(err, &we) {
 		return we, false
+	}
+	var de *domain.Error
+	if errors.As(err, &de) {
+		return &Error{Code: Lookup(reasonOf(de.Kind)), Detail: de.Detail, RetryAfter: de.RetryAfter}, false
 	}
 	for _, d := range domainReasons {
 		if errors.Is(err, d.err) {
@@ -199,6 +204,17 @@ func Public(err error) (we *Error, hidden bool) {
 		}
 	}
 	return &Error{Code: Lookup(ReasonInternalError)}, true
+}
+
+// reasonOf is the reason of a domain sentinel; anything else is
+// internal_error.
+func reasonOf(kind error) Reason {
+	for _, d := range domainReasons {
+		if errors.Is(kind, d.err) {
+			return d.reason
+		}
+	}
+	return ReasonInternalError
 }
 
 // WithRequestID returns a copy of e carrying request id id.

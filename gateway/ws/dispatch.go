@@ -82,7 +82,7 @@ var envelopeNames = []string{"req_identifier", "msg_incr", "operation_id", "send
 // the handshake token only: an envelope send_id is read so that dispatch can
 // refuse one naming another user; other unknown top-level fields (OpenIM's
 // token) are ignored.
-// The frame is read with the rules of gateway.DecodeJSON: a name twice in
+// The frame is read with the rules of api.DecodeJSON: a name twice in
 // any object, invalid UTF-8 or a lone surrogate anywhere makes the whole
 // frame bad_request (3001), and a case variant of an envelope name
 // (Req_Identifier) is bad_request too.

@@ -1,0 +1,201 @@
+package group_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/services/group"
+)
+
+func groupMsg(groupID, sender string, seq int64) *domain.Message {
+	return &domain.Message{
+		ServerMsgID: fmt.Sprintf("srv-%d", seq), ClientMsgID: fmt.Sprintf("c-%d", seq), ConversationID: domain.GroupConversationID(groupID),
+		Seq: seq, SenderID: sender, GroupID: groupID, SessionType: domain.SessionGroup, MsgType: domain.MsgText,
+		Content: domain.Content{Text: "hi"}, Status: domain.StatusNormal, SendAt: 1,
+	}
+}
+
+func notification(groupID, op string, t domain.MsgType, seq int64, users ...string) *domain.Message {
+	m := groupMsg(groupID, op, seq)
+	body, _ := json.Marshal(group.NotificationJSON{GroupID: groupID, OpUserID: op, UserIDs: users})
+	m.MsgType, m.Content = t, domain.Content{Custom: string(body)}
+	return m
+}
+
+// TestFanoutTo2000MembersWith500Online: every online member gets each
+// message exactly once in the chosen form; offline members get nothing;
+// the sending connection is skipped and the sender's other one is not.
+func TestFanoutTo2000MembersWith500Online(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := userIDs("u", 2000)
+	e.addUsers(ids...)
+	g := e.create(ids[0], ids[1:]...)
+	if g.MemberCount != 2000 {
+		t.Fatalf("member count %d", g.MemberCount)
+	}
+	sender := ids[0]
+	e.reg.connect(sender, "sender/phone", "sender/desktop")
+	for _, u := range ids[1:500] {
+		e.reg.connect(u)
+	}
+	base := e.notifier.advance(g.GroupID, 0)
+
+	for i, tc := range []struct {
+		name     string
+		push     configs.GroupPush
+		wantCode int // 0: nothing
+	}{
+		{"push", configs.GroupPush{Mode: "push", Workers: 8}, wire.PushMsg},
+		{"notify", configs.GroupPush{Mode: "notify", Workers: 8}, wire.PushGroupNotify},
+		{"none", configs.GroupPush{Mode: "none", Workers: 8}, 0},
+		{"auto: 2000 members is notify", configs.Default().Group.Push, wire.PushGroupNotify},
+		{"auto: small thresholds exceeded is none", configs.GroupPush{Mode: "auto", GroupSizeThreshold: 100, OnlineUserThreshold: 100,
+			NotifyMaxOnlineUser: 400, HugeGroupNoNotifySize: 5000, Workers: 8}, 0},
+		{"auto: under every threshold is push", configs.GroupPush{Mode: "auto", GroupSizeThreshold: 3000, OnlineUserThreshold: 600,
+			NotifyMaxOnlineUser: 3000, HugeGroupNoNotifySize: 10000, Workers: 3}, wire.PushMsg},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e.reg.reset()
+			reg := prometheus.NewRegistry()
+			f := group.NewFanout(e.members, e.reg, tc.push, reg, quiet)
+			seq := base + int64(i) + 1
+			if err := f.FanoutGroup(bg, groupMsg(g.GroupID, sender, seq), "sender/phone"); err != nil {
+				t.Fatal(err)
+			}
+			for n, u := range ids {
+				got := e.reg.frames(u)
+				want := 0
+				if tc.wantCode != 0 && n < 500 {
+					want = 1
+				}
+				if len(got) != want {
+					t.Fatalf("%s got %d frames, want %d: %+v", u, len(got), want, got)
+				}
+				if want == 1 && (got[0].code != tc.wantCode || got[0].seq != seq) {
+					t.Fatalf("%s got %+v, want code %d seq %d", u, got[0], tc.wantCode, seq)
+				}
+				if want == 1 && u == sender && got[0].conn != "sender/desktop" {
+					t.Fatalf("sender's frame went to %s", got[0].conn)
+				}
+			}
+			mode := map[int]string{wire.PushMsg: "push", wire.PushGroupNotify: "notify", 0: "none"}[tc.wantCode]
+			if c := counter(t, reg, "nexo_group_push_mode_total", mode); c != 1 {
+				t.Fatalf("mode %s counted %v times", mode, c)
+			}
+		})
+	}
+}
+
+// TestFanoutHonoursVisibilityAndRecvMsgOpt: a joiner gets nothing before
+// its join_seq; a kicked member no push once kicked except its kick
+// notification (its cap; earlier messages it pulls); recv_msg_opt 1
+// silences pushes except the sender's own.
+func TestFanoutHonoursVisibilityAndRecvMsgOpt(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *configs.Config) { c.Group.Push.Mode = "push" })
+	e.addUsers("alice", "bob", "carol", "dave", "erin", "muted", "quiet")
+	g := e.create("alice", "bob", "carol", "muted", "quiet")
+	gid := g.GroupID
+	for _, u := range []string{"alice", "bob", "carol", "dave", "erin", "muted", "quiet"} {
+		e.reg.connect(u)
+	}
+	e.reg.connect("muted", "muted/c2")
+	conv := domain.GroupConversationID(gid)
+	e.db.Gorm.Exec("UPDATE conversations SET recv_msg_opt = 1 WHERE owner_id = 'muted' AND conversation_id = ?", conv)
+	e.db.Gorm.Exec("UPDATE conversations SET recv_msg_opt = 2 WHERE owner_id = 'quiet' AND conversation_id = ?", conv)
+	if err := e.members.Invalidate(bg, gid); err != nil {
+		t.Fatal(err)
+	}
+
+	e.notifier.advance(gid, 10) // 11 chat messages so far (1 = creation)
+	dave := must(e.svc.Join(bg, "dave", gid))(t)
+	kick := must(e.svc.Kick(bg, "alice", group.UsersRequest{GroupID: gid, UserIDs: []string{"carol"}}))(t)
+	kickN, _ := e.notifier.last(t)
+	if dave.JoinSeq != 12 || kickN.Seq != 13 || len(kick.Kicked) != 1 {
+		t.Fatalf("setup: join_seq %d, kick seq %d", dave.JoinSeq, kickN.Seq)
+	}
+	// A message allocated before dave's join but delivered after it, then
+	// the notifications, then a message after both.
+	for _, m := range []*domain.Message{
+		groupMsg(gid, "bob", 11),
+		notification(gid, "dave", group.NotifyMemberJoined, 12, "dave"),
+		notification(gid, "alice", group.NotifyMemberKicked, 13, "carol"),
+		groupMsg(gid, "muted", 14),
+	} {
+		if err := e.fanout.FanoutGroup(bg, m, "muted/c2"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seqs := func(u string) []int64 {
+		var out []int64
+		for _, f := range e.reg.frames(u) {
+			out = append(out, f.seq)
+		}
+		return out
+	}
+	for u, want := range map[string][]int64{
+		"alice": {11, 12, 13, 14},
+		"bob":   {11, 12, 13, 14},
+		"dave":  {12, 13, 14},     // nothing before his join_seq
+		"carol": {13},             // pushes stop at her kick; she still gets the kick notification (her cap)
+		"erin":  nil,              // never a member
+		"muted": {14},             // recv_msg_opt 1: only its own message, on its other connection
+		"quiet": {11, 12, 13, 14}, // recv_msg_opt 2: same frames; the client does not notify
+	} {
+		if got := seqs(u); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s got seqs %v, want %v", u, got, want)
+		}
+	}
+	if fr := e.reg.frames("muted"); len(fr) != 1 || fr[0].conn != "muted/c1" {
+		t.Errorf("muted's own message went to %+v", fr)
+	}
+}
+
+// TestFanoutOfNotificationsBeforeTheirWrite: a membership notification is
+// fanned out to the users it names even if the change is not written yet
+// (new group, new members), and not to a user who joined again later.
+func TestFanoutOfNotificationsBeforeTheirWrite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *configs.Config) { c.Group.Push.Mode = "push" })
+	e.addUsers("alice", "bob", "carol", "dave")
+	for _, u := range []string{"alice", "bob", "carol", "dave"} {
+		e.reg.connect(u)
+	}
+	// The group does not exist yet: its creation notification still reaches its members.
+	if err := e.fanout.FanoutGroup(bg, notification("future", "alice", group.NotifyGroupCreated, 1, "alice", "bob", "carol"), ""); err != nil {
+		t.Fatal(err)
+	}
+	for u, want := range map[string]int{"alice": 1, "bob": 1, "carol": 1, "dave": 0} {
+		if got := len(e.reg.frames(u)); got != want {
+			t.Errorf("%s got %d frames of the creation, want %d", u, got, want)
+		}
+	}
+	// An ordinary message of an unknown group goes nowhere and is no error.
+	e.reg.reset()
+	if err := e.fanout.FanoutGroup(bg, groupMsg("future", "alice", 2), ""); err != nil || len(e.reg.frames("alice")) != 0 {
+		t.Fatalf("message of an unknown group: %v, %d frames", err, len(e.reg.frames("alice")))
+	}
+
+	// An old quit notification redelivered after the user joined again.
+	g := e.create("alice", "bob", "carol")
+	must(e.svc.Quit(bg, "bob", g.GroupID))(t)
+	quitN, _ := e.notifier.last(t)
+	must(e.svc.Join(bg, "bob", g.GroupID))(t)
+	e.reg.reset()
+	if err := e.fanout.FanoutGroup(bg, notification(g.GroupID, "bob", group.NotifyMemberQuit, quitN.Seq, "bob"), ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(e.reg.frames("bob")); got != 0 {
+		t.Fatalf("bob got %d frames of a notification older than his join", got)
+	}
+	if got := len(e.reg.frames("alice")); got != 1 {
+		t.Fatalf("alice got %d frames", got)
+	}
+}

@@ -19,6 +19,7 @@ const (
 	PushKick        = 2002
 	PushAck         = 2101
 	PushGroupNotify = 2102
+	PushTyping      = 2103
 	PushError       = 3001
 )
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/bytedance/sonic"
 
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
@@ -22,11 +23,7 @@ type Frame struct {
 // MsgRef names the message a push frame carries (or announces, for a
 // 2102): the registry writes one "push" audit line per connection it
 // queues a tagged frame to (see Deps.Audit).
-type MsgRef struct {
-	ServerMsgID    string
-	ConversationID string
-	Seq            int64
-}
+type MsgRef = domain.MsgRef
 
 // WithMsg returns f tagged with the message it pushes; the bytes are
 // shared, not copied.

@@ -1,0 +1,96 @@
+package ws
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/wire"
+)
+
+// pushIdentifiers gives each push kind its frame identifier.
+var pushIdentifiers = map[domain.PushKind]int{
+	domain.PushMessage:     wire.PushMsg,
+	domain.PushAck:         wire.PushAck,
+	domain.PushGroupNotify: wire.PushGroupNotify,
+	domain.PushTyping:      wire.PushTyping,
+	domain.PushError:       wire.PushError,
+}
+
+// EncodePush encodes p as its frame (identifier by kind; a PushError's
+// err_code and err_msg from p.Err through wire.Public), tagged with p.Msg
+// for the delivery audit. The error is an unknown kind or a payload JSON
+// cannot encode.
+func EncodePush(p domain.Push) (Frame, error) {
+	code, ok := pushIdentifiers[p.Kind]
+	if !ok {
+		return Frame{}, fmt.Errorf("encode push: unknown kind %d", p.Kind)
+	}
+	r := wire.Response{ReqIdentifier: code, Data: p.Data}
+	if p.Kind == domain.PushError {
+		e := wire.FromError(p.Err)
+		r.ErrCode, r.ErrMsg = e.ErrCode, string(e.Reason)
+	}
+	f, err := EncodeFrame(r)
+	if err != nil {
+		return f, err
+	}
+	if p.Msg != nil {
+		f = f.WithMsg(*p.Msg)
+	}
+	return f, nil
+}
+
+// Pushes is how the services push: it encodes each domain.Push once with
+// EncodePush and hands the frame to a Registry (this instance's, or the
+// cluster's, which routes it to the instance holding each connection). It
+// has the Registry's guarantees: nothing blocks on a slow connection, and
+// pushes from one goroutine to one connection arrive in order. A push that
+// cannot be encoded is logged and reaches nobody (0, false).
+type Pushes struct {
+	reg Registry
+	log *slog.Logger
+}
+
+// NewPushes returns Pushes over reg.
+func NewPushes(reg Registry, log *slog.Logger) *Pushes { return &Pushes{reg: reg, log: log} }
+
+func (p *Pushes) encode(push domain.Push) (Frame, bool) {
+	f, err := EncodePush(push)
+	if err != nil {
+		p.log.Error("encode push", "kind", int(push.Kind), "err", err)
+		return f, false
+	}
+	return f, true
+}
+
+// PushToUser queues push to every connection of userID except exceptConn
+// ("" excludes none) and returns how many accepted it.
+func (p *Pushes) PushToUser(ctx context.Context, userID string, push domain.Push, exceptConn string) int {
+	if f, ok := p.encode(push); ok {
+		return p.reg.PushToUser(ctx, userID, f, exceptConn)
+	}
+	return 0
+}
+
+// PushToUsers is PushToUser for each of the distinct userIDs, encoding
+// once.
+func (p *Pushes) PushToUsers(ctx context.Context, userIDs []string, push domain.Push, exceptConn string) int {
+	if f, ok := p.encode(push); ok {
+		return p.reg.PushToUsers(ctx, userIDs, f, exceptConn)
+	}
+	return 0
+}
+
+// PushToConn queues push to one connection of userID and reports whether
+// it accepted it.
+func (p *Pushes) PushToConn(ctx context.Context, userID, connID string, push domain.Push) bool {
+	if f, ok := p.encode(push); ok {
+		return p.reg.PushToConn(ctx, userID, connID, f)
+	}
+	return false
+}
+
+// Online reports whether userID has a connection on this instance.
+func (p *Pushes) Online(userID string) bool { return p.reg.Online(userID) }

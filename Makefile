@@ -34,7 +34,7 @@ test: importcheck
 	@# on 2 cores, then cached; both targets share the build).
 	$(GO) test -run '^$$' -fuzz=FuzzQueryString -fuzztime=2000x ./cmd/app
 	$(GO) test -run '^$$' -fuzz=FuzzMessageContent -fuzztime=500x ./cmd/app
-	$(GO) test ./.ci/testsummary
+	$(GO) test ./.ci/testsummary ./.ci/importcheck
 	@# -json keeps go test's output as it would be without it, and ends with one
 	@# line counting the skipped integration tests (.ci/testsummary).
 	set -o pipefail; $(GO) test $(RACE) -count=1 -json ./... | $(GO) run ./.ci/testsummary
@@ -42,7 +42,7 @@ test: importcheck
 lint: importcheck
 	@unformatted=$$(gofmt -l .); \
 	if [ -n "$$unformatted" ]; then echo "gofmt -l: not formatted:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./... ./.ci/testsummary
+	$(GO) vet ./... ./.ci/testsummary ./.ci/importcheck
 	@$(GO) mod tidy -diff >/dev/null 2>&1 || { echo "go.mod/go.sum are not tidy: run go mod tidy (go mod tidy -diff shows what changes)"; $(GO) mod tidy -diff; exit 1; }
 
 importcheck:

@@ -62,10 +62,10 @@ type RespondRequest struct {
 
 // Validate requires both IDs and accept.
 func (r *RespondRequest) Validate() error {
-	if err := checkGroupID(r.GroupID); err != nil {
+	if err := domain.CheckID("group_id", r.GroupID); err != nil {
 		return err
 	}
-	if err := checkID("user_id", r.UserID); err != nil {
+	if err := domain.CheckID("user_id", r.UserID); err != nil {
 		return err
 	}
 	if r.Accept == nil {

@@ -1,3 +1,12 @@
+// Package group is Nexo's group chat: the management rules behind the
+// group routes of both APIs (gateway/routes: create, join, invite, quit,
+// kick, transfer, roles, dismiss, update, info, members, list, join
+// applications), the member lookups every group send and pull go through
+// (CheckSend, Bounds; a two-level cache that every change invalidates), and
+// the group fanout with its push strategies. Changes are also notification
+// messages in the group conversation (msg_type 1501–1509), whose seqs order
+// joins and departures against the chat. docs/groups.md describes the
+// rules, the visibility model and the push strategy.
 package group
 
 import (

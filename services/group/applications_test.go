@@ -12,8 +12,8 @@ import (
 func yes() *bool { t := true; return &t }
 func no() *bool  { f := false; return &f }
 
-// TestApprovalJoin (issue 13 item 6): on an approval group /group/join
-// files an application (no membership, no notification) that only the
+// TestApprovalJoin: on an approval group /group/join
+// files an application (no member row, no notification) that only the
 // owner and admins list and answer; accepting adds the applicant as an
 // invitation does, rejecting leaves it out and lets it apply again; a
 // kicked user cannot apply.
@@ -134,7 +134,7 @@ func TestApprovalRespectsMaxMembers(t *testing.T) {
 	}
 }
 
-// TestGroupInvitePermission (issue 13 item 9): a group's invite_permission
+// TestGroupInvitePermission: a group's invite_permission
 // (set at creation or by owner/admins through /group/update) decides who
 // may add others, over the server's group.invite_permission.
 func TestGroupInvitePermission(t *testing.T) {
@@ -188,7 +188,7 @@ func TestGroupInvitePermission(t *testing.T) {
 	wantReason(t, (&group.CreateRequest{Name: "x", InvitePermission: bad}).Validate(), wire.ReasonBadRequest)
 }
 
-// TestListPages (issue 13 item 9): /group/list pages with cursor/limit,
+// TestListPages: /group/list pages with cursor/limit,
 // oldest first, next_cursor "" after the last page.
 func TestListPages(t *testing.T) {
 	t.Parallel()

@@ -64,7 +64,7 @@ func NewFanout(members *Members, pushes Pusher, cfg configs.GroupPush, reg prome
 //
 //   - members who are not active are skipped, and so is a member whose
 //     bounds exclude m.Seq (joined after it, or capped before it); the
-//     users a membership notification is about get it anyway (see
+//     users a join or leave notification is about get it anyway (see
 //     notificationTargets) unless they have since joined again;
 //   - recv_msg_opt 1 (no push) is skipped, except for the sender's own
 //     other devices; 0 and 2 get the same frame (2 = the client shows no

@@ -80,7 +80,7 @@ func GroupOf(g domain.Group, memberCount int) GroupJSON {
 	}
 }
 
-// MemberJSON is a membership on the wire: role_level 100 owner, 60 admin,
+// MemberJSON is a group member on the wire: role_level 100 owner, 60 admin,
 // 20 member; status "normal", "left" or "kicked"; join_seq is the first seq
 // the member may see. /group/join on an approval group answers status
 // "pending" (an application was filed; role_level and join_seq are 0).

@@ -147,7 +147,7 @@ func (s *Service) activeGroup(ctx context.Context, groupID string) (domain.Group
 	return g, nil
 }
 
-// actor returns the caller's membership if it is active:
+// actor returns the caller's member row if it is active:
 // domain.ErrNotGroupMember or ErrMemberNotActive otherwise.
 func (s *Service) actor(ctx context.Context, groupID, userID string) (domain.GroupMember, error) {
 	m, err := s.groups.Member(ctx, groupID, userID)

@@ -86,7 +86,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
 	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
-	groupFanout := group.NewFanout(members, ws.NewPushes(a.router, a.log), a.cfg.Group.Push, a.metrics, a.log)
+	groupFanout := group.NewFanout(members, ws.NewPushes(a.router, a.log), a.cfg.Group.Push, a.metrics)
 	convRepo := store.NewConversationRepo(a.db)
 	// recv_msg_opt 1 of single chats, read by the deliver stage and the
 	// synchronous path's pushes without a query per message.

@@ -164,7 +164,7 @@ func BenchmarkGroupFanout500Online(b *testing.B) {
 			members := group.NewMembers(e.repo, e.cache, e.cfg.Group, reg, quiet)
 			push := e.cfg.Group.Push
 			push.Mode = mode
-			f := group.NewFanout(members, ws.NewPushes(registry, quiet), push, nil, quiet)
+			f := group.NewFanout(members, ws.NewPushes(registry, quiet), push, nil)
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			began := time.Now()
@@ -203,7 +203,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 	registry := newBenchRegistry(ids)
 	defer registry.close()
 	members := group.NewMembers(e.repo, e.cache, e.cfg.Group, reg, quiet)
-	fanout := group.NewFanout(members, ws.NewPushes(registry, quiet), e.cfg.Group.Push, nil, quiet)
+	fanout := group.NewFanout(members, ws.NewPushes(registry, quiet), e.cfg.Group.Push, nil)
 
 	keys := streams.NewKeys(e.keys.Prefix+"b", 2)
 	cfg := e.cfg

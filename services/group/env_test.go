@@ -248,7 +248,7 @@ func newEnvTB(t testing.TB, tweak ...func(*configs.Config)) *env {
 		users: store.NewUserRepo(db), reg: newFakeRegistry(), notifier: newSeqNotifier()}
 	e.cache = store.NewGroupCache(rdb, e.keys, cfg.Group.MemberCacheTTL)
 	e.members = group.NewMembers(e.repo, e.cache, cfg.Group, nil, quiet)
-	e.fanout = group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil, quiet)
+	e.fanout = group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil)
 	e.svc = e.service(e.notifier)
 	return e
 }

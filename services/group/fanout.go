@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,13 +49,12 @@ type Fanout struct {
 	pushes  Pusher
 	cfg     configs.GroupPush
 	metrics *fanoutMetrics
-	log     *slog.Logger
 }
 
 // NewFanout returns the group fanout over the member lookups and pushes;
 // cfg is group.push; reg (nil: none) registers its metrics.
-func NewFanout(members *Members, pushes Pusher, cfg configs.GroupPush, reg prometheus.Registerer, log *slog.Logger) *Fanout {
-	return &Fanout{members: members, pushes: pushes, cfg: cfg, metrics: newFanoutMetrics(reg), log: log}
+func NewFanout(members *Members, pushes Pusher, cfg configs.GroupPush, reg prometheus.Registerer) *Fanout {
+	return &Fanout{members: members, pushes: pushes, cfg: cfg, metrics: newFanoutMetrics(reg)}
 }
 
 // FanoutGroup pushes m to the online members who may see it, except the

@@ -70,7 +70,7 @@ func TestFanoutTo2000MembersWith500Online(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e.reg.reset()
 			reg := prometheus.NewRegistry()
-			f := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), tc.push, reg, quiet)
+			f := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), tc.push, reg)
 			seq := base + int64(i) + 1
 			if err := f.FanoutGroup(bg, groupMsg(g.GroupID, sender, seq), "sender/phone"); err != nil {
 				t.Fatal(err)
@@ -244,7 +244,7 @@ func TestFanoutFramesUnchanged(t *testing.T) {
 	} {
 		t.Run(tc.mode, func(t *testing.T) {
 			rec := &recordingPusher{}
-			f := group.NewFanout(e.members, rec, configs.GroupPush{Mode: tc.mode, Workers: 1}, nil, quiet)
+			f := group.NewFanout(e.members, rec, configs.GroupPush{Mode: tc.mode, Workers: 1}, nil)
 			if err := f.FanoutGroup(bg, m, ""); err != nil {
 				t.Fatal(err)
 			}

@@ -199,7 +199,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	users := store.NewUserRepo(db)
 	cache := store.NewGroupCache(rdb, e.keys, cfg.Group.MemberCacheTTL)
 	e.members = group.NewMembers(groupRepo, cache, cfg.Group, nil, quiet)
-	fanout := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil, quiet)
+	fanout := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil)
 	pusher := chat.NewPusher(e.reg, quiet)
 	e.accepter = streams.NewAccepter(rdb, e.skeys, e.seqs, 100, time.Hour)
 	// A TTL far beyond any test: a setting reaches the pushes through the

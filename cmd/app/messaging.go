@@ -15,6 +15,7 @@ import (
 	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/limits"
+	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/services/chat"
@@ -85,7 +86,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
 	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
-	groupFanout := group.NewFanout(members, a.router, a.cfg.Group.Push, a.metrics, a.log)
+	groupFanout := group.NewFanout(members, ws.NewPushes(a.router, a.log), a.cfg.Group.Push, a.metrics)
 	convRepo := store.NewConversationRepo(a.db)
 	// recv_msg_opt 1 of single chats, read by the deliver stage and the
 	// synchronous path's pushes without a query per message.
@@ -175,7 +176,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		Locks: groupCache, Notifier: svc, Log: a.log, Registry: a.metrics})
 	invites := limits.NewInvites(a.limiter, limits.Rule{Rate: a.cfg.Limits.GroupInvite.Rate,
 		Period: a.cfg.Limits.GroupInvite.Period, Burst: a.cfg.Limits.GroupInvite.Burst})
-	group.NewHandlers(groupSvc, a.cfg.HTTP.MaxBodyBytes, invites, a.log).Register(a.server)
+	routes.Group(a.server, groupSvc, a.cfg.HTTP.MaxBodyBytes, invites, a.log)
 	a.groups = groupSvc
 
 	// Sync and state (gateway/state, docs/sync.md): cursors and receipts,
@@ -292,7 +293,7 @@ func (a *App) acceptOptions(msgs *store.MessageRepo) []streams.AcceptOption {
 // ReleaseShards stops this instance's save and deliver stages after the
 // batches in hand and gives its shard leases back at once, so the other
 // instances take the shards over without waiting for the leases to expire
-// (issue 11 item 7: call it right after SIGTERM). Idempotent; the
+// (call it right after SIGTERM). Idempotent; the
 // pipeline's own shutdown does the same.
 func (a *App) ReleaseShards(ctx context.Context) error {
 	if a.pipeline == nil {
@@ -326,7 +327,7 @@ func (a *App) Shards(ctx context.Context) (ShardsJSON, error) {
 	return out, nil
 }
 
-// Audit lines (issue 15 item 3, docs/operations.md "Audit lines"): at most
+// Audit lines (docs/operations.md "Audit lines"): at most
 // auditPerSecond lines a second (burst auditBurst) per level, so an outage
 // that fails every push cannot flood the log.
 const (

@@ -125,17 +125,17 @@ func (p fakePresence) InstancesOf(_ context.Context, us []string) ([][]string, e
 	return out, nil
 }
 
-type fakeMembers struct {
+type fakeMembership struct {
 	self   store.Instance
 	live   []store.Instance
 	recent []store.Instance
 }
 
-func (m *fakeMembers) Self() store.Instance          { return m.self }
-func (m *fakeMembers) Incarnation() string           { return store.Incarnation(m.self.ID, m.self.Epoch) }
-func (m *fakeMembers) Live() []store.Instance        { return m.live }
-func (m *fakeMembers) Recent() []store.Instance      { return m.recent }
-func (m *fakeMembers) Refresh(context.Context) error { return nil }
+func (m *fakeMembership) Self() store.Instance          { return m.self }
+func (m *fakeMembership) Incarnation() string           { return store.Incarnation(m.self.ID, m.self.Epoch) }
+func (m *fakeMembership) Live() []store.Instance        { return m.live }
+func (m *fakeMembership) Recent() []store.Instance      { return m.recent }
+func (m *fakeMembership) Refresh(context.Context) error { return nil }
 
 // startRouter builds a router over d, starts it and runs it until the
 // test ends.
@@ -230,7 +230,7 @@ func TestClusterBusInbox(t *testing.T) {
 			presence := fakePresence{"u1": {"b#2"}, "u2": {"b#2", "a#1"}, "u3": {"a#1"}}
 			localA, localB := newFakeLocal("u2", "u3"), newFakeLocal("u1", "u2")
 			mk := func(self *store.Instance, l *fakeLocal) *Router {
-				return startRouter(t, Deps{Local: l, Presence: presence, Members: &fakeMembers{self: *self, live: live},
+				return startRouter(t, Deps{Local: l, Presence: presence, Membership: &fakeMembership{self: *self, live: live},
 					Bus: open(t, self.ID), MaxAge: time.Second})
 			}
 			ra := mk(a, localA)
@@ -291,8 +291,8 @@ func TestSessionEventsReachARecentInstance(t *testing.T) {
 			b := store.Instance{ID: "b", Epoch: 2}
 			localB := newFakeLocal("u1")
 			ra := startRouter(t, Deps{Local: newFakeLocal(), Presence: fakePresence{"u1": {"b#2"}},
-				Members: &fakeMembers{self: a, live: []store.Instance{a}, recent: []store.Instance{b}}, Bus: open(t, "a"), MaxAge: time.Minute})
-			startRouter(t, Deps{Local: localB, Presence: fakePresence{}, Members: &fakeMembers{self: b, live: []store.Instance{a, b}},
+				Membership: &fakeMembership{self: a, live: []store.Instance{a}, recent: []store.Instance{b}}, Bus: open(t, "a"), MaxAge: time.Minute})
+			startRouter(t, Deps{Local: localB, Presence: fakePresence{}, Membership: &fakeMembership{self: b, live: []store.Instance{a, b}},
 				Bus: open(t, "b"), MaxAge: time.Minute})
 			ra.RevokeSession(ctx, "u1", 5, "jti-1")
 			localB.wait(t, "the revocation on the recent instance", func() bool { return slices.Contains(localB.revoked, "u1/jti-1") })

@@ -18,7 +18,7 @@ import (
 // all of that instance's frames. Under load a batch holds what the deliver
 // and save stages pushed during the previous flush, so the Redis round
 // trips per message fall with the rate; when idle each push flushes alone,
-// at once. The rule (docs/cluster.md): one envelope per target
+// at once. The rule (docs/cluster.md): one envelope per target
 // instance per batch.
 
 const (
@@ -96,7 +96,7 @@ func (r *Router) flush(ctx context.Context, batch []pushItem) {
 		r.log.Warn("cluster: presence lookup failed; remote recipients will catch up by resend and pull", "users", len(users), "err", err)
 		return
 	}
-	self := r.members.Incarnation()
+	self := r.membership.Incarnation()
 	perInstance := map[string][]pushItem{}
 	for _, it := range batch {
 		// The item's users, split by the instance holding them.

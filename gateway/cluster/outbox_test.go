@@ -73,7 +73,7 @@ func TestWatermillClosingErrorsAreDebug(t *testing.T) {
 func TestInboxNoConnectionCountsOnlyMisses(t *testing.T) {
 	local := newFakeLocal("alice", "bob")
 	local.conn = map[string]string{"alice": "conn-a"}
-	r, err := New(Deps{Local: local, Presence: fakePresence{}, Members: &fakeMembers{}, Bus: &Bus{}})
+	r, err := New(Deps{Local: local, Presence: fakePresence{}, Membership: &fakeMembership{}, Bus: &Bus{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -41,8 +41,8 @@ type Presence interface {
 	InstancesOf(ctx context.Context, userIDs []string) ([][]string, error)
 }
 
-// Members is the cluster membership (store.Membership).
-type Members interface {
+// Membership is the cluster membership (store.Membership).
+type Membership interface {
 	Self() store.Instance
 	Incarnation() string
 	Live() []store.Instance
@@ -53,10 +53,10 @@ type Members interface {
 // Deps are the Router's collaborators; all are required but Log and
 // Metrics.
 type Deps struct {
-	Local    Local
-	Presence Presence
-	Members  Members
-	Bus      *Bus
+	Local      Local
+	Presence   Presence
+	Membership Membership
+	Bus        *Bus
 	// MaxAge is cluster.inbox_max_age: older envelopes are dropped.
 	MaxAge  time.Duration
 	Log     *slog.Logger
@@ -69,23 +69,23 @@ type Deps struct {
 // none of a batch's recipients gets nothing; while this instance is the
 // only live one no Redis is read on the push path.
 type Router struct {
-	local    Local
-	presence Presence
-	members  Members
-	bus      *Bus
-	maxAge   time.Duration
-	log      *slog.Logger
-	m        *metrics
-	inbox    <-chan *message.Message
-	out      chan pushItem // the outbox (outbox.go)
+	local      Local
+	presence   Presence
+	membership Membership
+	bus        *Bus
+	maxAge     time.Duration
+	log        *slog.Logger
+	m          *metrics
+	inbox      <-chan *message.Message
+	out        chan pushItem // the outbox (outbox.go)
 }
 
 var _ ws.Registry = (*Router)(nil)
 
 // New builds the router. Call Start before serving, then Run.
 func New(d Deps) (*Router, error) {
-	if d.Local == nil || d.Presence == nil || d.Members == nil || d.Bus == nil {
-		return nil, errors.New("cluster.New: Local, Presence, Members and Bus are required")
+	if d.Local == nil || d.Presence == nil || d.Membership == nil || d.Bus == nil {
+		return nil, errors.New("cluster.New: Local, Presence, Membership and Bus are required")
 	}
 	log := d.Log
 	if log == nil {
@@ -95,7 +95,7 @@ func New(d Deps) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Router{local: d.Local, presence: d.Presence, members: d.Members, bus: d.Bus, maxAge: d.MaxAge, log: log, m: m,
+	return &Router{local: d.Local, presence: d.Presence, membership: d.Membership, bus: d.Bus, maxAge: d.MaxAge, log: log, m: m,
 		out: make(chan pushItem, outboxSize)}, nil
 }
 
@@ -104,7 +104,7 @@ func New(d Deps) (*Router, error) {
 // one joined, so they route to it at once rather than at their next
 // heartbeat. Call it before serving connections.
 func (r *Router) Start(ctx context.Context) error {
-	topic := r.bus.Topic(r.members.Self().ID)
+	topic := r.bus.Topic(r.membership.Self().ID)
 	if init, ok := r.bus.Sub.(message.SubscribeInitializer); ok {
 		if err := init.SubscribeInitialize(topic); err != nil && !strings.Contains(err.Error(), "already in use") {
 			return fmt.Errorf("cluster inbox %s: %w", topic, err)
@@ -146,8 +146,8 @@ func (r *Router) Run(ctx context.Context) error {
 // local without a presence lookup. An instance that joins announces itself
 // (Start) before it serves, so this turns false before anyone connects there.
 func (r *Router) alone() bool {
-	live := r.members.Live()
-	self := r.members.Self()
+	live := r.membership.Live()
+	self := r.membership.Self()
 	return len(live) == 0 || len(live) == 1 && live[0].ID == self.ID && live[0].Epoch == self.Epoch
 }
 
@@ -191,7 +191,7 @@ func (r *Router) route(ctx context.Context, userIDs []string, e envelope) int {
 		r.log.Warn("cluster: presence lookup failed; remote recipients will catch up by resend and pull", "users", len(userIDs), "err", err)
 		return 0
 	}
-	self := r.members.Incarnation()
+	self := r.membership.Incarnation()
 	var targets map[string][]string
 	for i, ins := range at {
 		for _, in := range ins {
@@ -276,7 +276,7 @@ func (r *Router) SessionStarted(ctx context.Context, c *ws.Conn) {
 }
 
 // broadcast publishes e to every other live instance and to those that
-// left the live set within the last minute (Members.Recent): a session
+// left the live set within the last minute (Membership.Recent): a session
 // event is never repeated, and an instance whose heartbeat lapsed in a
 // stall may still hold the session; an envelope to one that is really
 // gone waits in its bounded inbox and ages out. Session events are rare,
@@ -284,9 +284,9 @@ func (r *Router) SessionStarted(ctx context.Context, c *ws.Conn) {
 // failed is still reached. The instances are published to in parallel:
 // an event's latency is one publish, not one per instance.
 func (r *Router) broadcast(ctx context.Context, e envelope) {
-	self := r.members.Self()
+	self := r.membership.Self()
 	var wg sync.WaitGroup
-	for _, in := range slices.Concat(r.members.Live(), r.members.Recent()) {
+	for _, in := range slices.Concat(r.membership.Live(), r.membership.Recent()) {
 		if in.ID != self.ID {
 			wg.Go(func() { r.publish(ctx, in.ID, e) })
 		}
@@ -296,7 +296,7 @@ func (r *Router) broadcast(ctx context.Context, e envelope) {
 
 func (r *Router) publish(ctx context.Context, instanceID string, e envelope) bool {
 	e.at = time.Now()
-	e.from = r.members.Incarnation()
+	e.from = r.membership.Incarnation()
 	msg := e.message()
 	msg.SetContext(ctx)
 	if err := r.bus.Pub.Publish(r.bus.Topic(instanceID), msg); err != nil {
@@ -342,7 +342,7 @@ func (r *Router) handle(ctx context.Context, msg *message.Message) {
 			r.local.DisconnectUser(u, wire.NewError(wire.Reason(e.reason), e.detail))
 		}
 	case kindJoin:
-		if err := r.members.Refresh(ctx); err != nil {
+		if err := r.membership.Refresh(ctx); err != nil {
 			r.log.Warn("cluster: reading live instances after a join failed", "from", e.from, "err", err)
 		}
 	default:

@@ -11,8 +11,8 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/api"
+	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/services/chat"
-	"github.com/nexo-im/nexo/services/group"
 )
 
 // MsgNotification is the msg_type of a notification the app sends through
@@ -142,65 +142,15 @@ func (a *API) sendNotification(ctx context.Context, c *app.RequestContext) {
 	a.write(ctx, c, ack, err)
 }
 
-// groupOp adapts a group operation to /api/group/*: the body is the user
-// route's body plus op_user_id, the member on whose behalf it runs (the
-// same rules apply as if they had called it).
-func groupOp[Req, Res any](a *API, do func(ctx context.Context, caller string, req Req) (Res, error)) app.HandlerFunc {
-	return func(ctx context.Context, c *app.RequestContext) {
-		var req Req
-		op, err := a.splitOp(c, "op_user_id", false, &req, nil)
-		if err != nil {
-			a.write(ctx, c, nil, err)
-			return
-		}
-		res, err := do(ctx, op, req)
-		a.write(ctx, c, res, err)
-	}
+// registerGroups mounts the group operations of the user API's route
+// table under /api/group/*, each run as the body's op_user_id.
+func (a *API) registerGroups(r routes.HTTP) {
+	routes.GroupServerAPI(r, a.d.Groups, a.actingUser, a.d.Log)
 }
 
-func (a *API) groupCreate(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, a.d.Groups.Create)(ctx, c)
-}
-
-func (a *API) groupInvite(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, a.d.Groups.Invite)(ctx, c)
-}
-
-func (a *API) groupKick(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, a.d.Groups.Kick)(ctx, c)
-}
-
-func (a *API) groupQuit(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, func(ctx context.Context, caller string, r group.GroupRequest) (group.MemberJSON, error) {
-		return a.d.Groups.Quit(ctx, caller, r.GroupID)
-	})(ctx, c)
-}
-
-func (a *API) groupTransfer(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, a.d.Groups.Transfer)(ctx, c)
-}
-
-func (a *API) groupSetRole(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, a.d.Groups.SetRole)(ctx, c)
-}
-
-func (a *API) groupUpdate(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, a.d.Groups.Update)(ctx, c)
-}
-
-func (a *API) groupDismiss(ctx context.Context, c *app.RequestContext) {
-	groupOp(a, func(ctx context.Context, caller string, r group.GroupRequest) (group.GroupJSON, error) {
-		return a.d.Groups.Dismiss(ctx, caller, r.GroupID)
-	})(ctx, c)
-}
-
-// groupInfo handles GET /api/group/info?group_id=.
-func (a *API) groupInfo(ctx context.Context, c *app.RequestContext) {
-	id := string(c.Query("group_id"))
-	if !domain.ValidID(id) {
-		a.write(ctx, c, nil, domain.BadField("group_id", "is required"))
-		return
-	}
-	g, err := a.d.Groups.Info(ctx, id)
-	a.write(ctx, c, g, err)
+// actingUser reads a group operation's request on the server API: the
+// body is the user route's body plus op_user_id, the member on whose
+// behalf it runs (the same rules apply as if they had called it).
+func (a *API) actingUser(c *app.RequestContext, dst any) (string, error) {
+	return a.splitOp(c, "op_user_id", false, dst, nil)
 }

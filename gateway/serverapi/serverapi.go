@@ -102,31 +102,36 @@ func (a *API) Register(r Router) {
 		{"POST", "/api/token/revoke", a.revokeTokens},
 		{"POST", "/api/msg/send", a.sendMessage},
 		{"POST", "/api/msg/send_notification", a.sendNotification},
-		{"POST", "/api/group/create", a.groupCreate},
-		{"POST", "/api/group/invite", a.groupInvite},
-		{"POST", "/api/group/kick", a.groupKick},
-		{"POST", "/api/group/quit", a.groupQuit},
-		{"POST", "/api/group/transfer", a.groupTransfer},
-		{"POST", "/api/group/set_role", a.groupSetRole},
-		{"POST", "/api/group/update", a.groupUpdate},
-		{"POST", "/api/group/dismiss", a.groupDismiss},
-		{"GET", "/api/group/info", a.groupInfo},
 		{"GET", "/api/presence", a.d.Presence},
 	}
+	g := guarded{r: r, a: a}
 	for _, rt := range routes {
-		h := rt.h
-		r.Route(rt.method, rt.path, func(ctx context.Context, c *app.RequestContext) {
-			if len(a.keys) == 0 {
-				api.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonNotFound, "the server API is disabled (server_api.keys is empty)"))
-				return
-			}
-			if !a.authorized(c) {
-				api.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonUnauthorized, "the server API needs Authorization: apikey <one of server_api.keys>"))
-				return
-			}
-			h(ctx, c)
-		}, false)
+		g.Route(rt.method, rt.path, rt.h, false)
 	}
+	a.registerGroups(g)
+}
+
+// guarded mounts routes on r behind the apikey check.
+type guarded struct {
+	r Router
+	a *API
+}
+
+// Route mounts h at method and path, unauthenticated by token: the apikey
+// check stands in for it.
+func (g guarded) Route(method, path string, h app.HandlerFunc, _ bool) {
+	a := g.a
+	g.r.Route(method, path, func(ctx context.Context, c *app.RequestContext) {
+		if len(a.keys) == 0 {
+			api.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonNotFound, "the server API is disabled (server_api.keys is empty)"))
+			return
+		}
+		if !a.authorized(c) {
+			api.WriteError(ctx, c, a.d.Log, wire.NewError(wire.ReasonUnauthorized, "the server API needs Authorization: apikey <one of server_api.keys>"))
+			return
+		}
+		h(ctx, c)
+	}, false)
 }
 
 // authorized compares the presented key with every configured key in

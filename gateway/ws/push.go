@@ -94,3 +94,25 @@ func (p *Pushes) PushToConn(ctx context.Context, userID, connID string, push dom
 
 // Online reports whether userID has a connection on this instance.
 func (p *Pushes) Online(userID string) bool { return p.reg.Online(userID) }
+
+// onlineLister is a Registry that answers for a list of users at once.
+type onlineLister interface {
+	OnlineOf(ctx context.Context, userIDs []string) []string
+}
+
+// OnlineOf returns which of userIDs have a connection, in their order: in
+// one lookup when the Registry answers lists itself (Server for this
+// instance, the cluster router for every instance), else by asking Online
+// for each.
+func (p *Pushes) OnlineOf(ctx context.Context, userIDs []string) []string {
+	if l, ok := p.reg.(onlineLister); ok {
+		return l.OnlineOf(ctx, userIDs)
+	}
+	var online []string
+	for _, u := range userIDs {
+		if p.reg.Online(u) {
+			online = append(online, u)
+		}
+	}
+	return online
+}

@@ -62,10 +62,10 @@ type RespondRequest struct {
 
 // Validate requires both IDs and accept.
 func (r *RespondRequest) Validate() error {
-	if err := checkGroupID(r.GroupID); err != nil {
+	if err := domain.CheckID("group_id", r.GroupID); err != nil {
 		return err
 	}
-	if err := checkID("user_id", r.UserID); err != nil {
+	if err := domain.CheckID("user_id", r.UserID); err != nil {
 		return err
 	}
 	if r.Accept == nil {
@@ -75,14 +75,14 @@ func (r *RespondRequest) Validate() error {
 }
 
 // RespondResult answers POST /group/application/respond: the application
-// as answered and, when accepted, the applicant's membership (else null).
+// as answered and, when accepted, the applicant's member row (else null).
 type RespondResult struct {
 	Application ApplicationJSON `json:"application"`
 	Member      *MemberJSON     `json:"member"`
 }
 
 // apply files caller's application to an approval group (called by Join
-// under the group's lock) and answers it as a pending membership.
+// under the group's lock) and answers it as a pending member.
 func (s *Service) apply(ctx context.Context, caller, groupID, reqMsg string) (MemberJSON, error) {
 	if _, _, err := s.groups.Apply(ctx, domain.GroupApplication{GroupID: groupID, UserID: caller, ReqMsg: reqMsg}); err != nil {
 		return MemberJSON{}, err

@@ -105,6 +105,10 @@ func (r *benchRegistry) PushToUser(ctx context.Context, userID string, f ws.Fram
 	return 0 // ACK pushes: not measured
 }
 
+func (r *benchRegistry) PushToConn(context.Context, string, string, ws.Frame) bool { return false }
+
+func (r *benchRegistry) ConnCount() int { return 0 }
+
 func (r *benchRegistry) Online(userID string) bool {
 	sh := &r.shards[maphash.String(r.seed, userID)%64]
 	sh.mu.RLock()
@@ -160,7 +164,7 @@ func BenchmarkGroupFanout500Online(b *testing.B) {
 			members := group.NewMembers(e.repo, e.cache, e.cfg.Group, reg, quiet)
 			push := e.cfg.Group.Push
 			push.Mode = mode
-			f := group.NewFanout(members, registry, push, nil, quiet)
+			f := group.NewFanout(members, ws.NewPushes(registry, quiet), push, nil)
 			lat := make([]time.Duration, 0, b.N)
 			b.ResetTimer()
 			began := time.Now()
@@ -199,7 +203,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 	registry := newBenchRegistry(ids)
 	defer registry.close()
 	members := group.NewMembers(e.repo, e.cache, e.cfg.Group, reg, quiet)
-	fanout := group.NewFanout(members, registry, e.cfg.Group.Push, nil, quiet)
+	fanout := group.NewFanout(members, ws.NewPushes(registry, quiet), e.cfg.Group.Push, nil)
 
 	keys := streams.NewKeys(e.keys.Prefix+"b", 2)
 	cfg := e.cfg

@@ -222,7 +222,7 @@ func TestRedisDownFallsBackToTheDatabase(t *testing.T) {
 
 // TestMemberSettingIsPatchedInPlace: a member's recv_msg_opt change
 // updates the cached member list in place; neither this process nor
-// another one reloads the list from the database (issue 13 item 10: any
+// another one reloads the list from the database (any
 // member could otherwise force a large group's list to reload on every
 // settings change).
 func TestMemberSettingIsPatchedInPlace(t *testing.T) {

@@ -165,6 +165,10 @@ func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.F
 	return n
 }
 
+func (r *fakeRegistry) PushToConn(context.Context, string, string, ws.Frame) bool { return false }
+
+func (r *fakeRegistry) ConnCount() int { return 0 }
+
 func (r *fakeRegistry) Online(userID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -244,7 +248,7 @@ func newEnvTB(t testing.TB, tweak ...func(*configs.Config)) *env {
 		users: store.NewUserRepo(db), reg: newFakeRegistry(), notifier: newSeqNotifier()}
 	e.cache = store.NewGroupCache(rdb, e.keys, cfg.Group.MemberCacheTTL)
 	e.members = group.NewMembers(e.repo, e.cache, cfg.Group, nil, quiet)
-	e.fanout = group.NewFanout(e.members, e.reg, cfg.Group.Push, nil, quiet)
+	e.fanout = group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil)
 	e.svc = e.service(e.notifier)
 	return e
 }

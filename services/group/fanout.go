@@ -3,7 +3,6 @@ package group
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,8 +11,6 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/wire"
-	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/store"
 )
@@ -29,31 +26,13 @@ const (
 // goroutine costs more than the pushes.
 const minChunk = 128
 
-// Registry reaches the connections (ws.Server, or the cluster router).
-// PushToUsers never blocks on a slow connection and takes distinct user
-// IDs. A registry that also answers OnlineOf (the cluster router: one
-// presence lookup for the whole list) is asked that instead of Online.
-type Registry interface {
-	PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int
-	Online(userID string) bool
-}
-
-type batchOnline interface {
+// Pusher reaches the members' connections on every instance (ws.Pushes
+// over the connection registry). PushToUsers never blocks on a slow
+// connection and takes distinct user IDs; OnlineOf keeps the users
+// connected anywhere, in their order.
+type Pusher interface {
+	PushToUsers(ctx context.Context, userIDs []string, p domain.Push, exceptConn string) int
 	OnlineOf(ctx context.Context, userIDs []string) []string
-}
-
-// online keeps the recipients connected anywhere, in their order.
-func (f *Fanout) online(ctx context.Context, recipients []string) []string {
-	if b, ok := f.reg.(batchOnline); ok {
-		return b.OnlineOf(ctx, recipients)
-	}
-	online := recipients[:0]
-	for _, u := range recipients {
-		if f.reg.Online(u) {
-			online = append(online, u)
-		}
-	}
-	return online
 }
 
 // NotifyJSON is the data of a 2102 push: the conversation has messages up
@@ -67,16 +46,15 @@ type NotifyJSON struct {
 // workers.GroupFanout and chat.GroupFanout.
 type Fanout struct {
 	members *Members
-	reg     Registry
+	pushes  Pusher
 	cfg     configs.GroupPush
 	metrics *fanoutMetrics
-	log     *slog.Logger
 }
 
-// NewFanout returns the group fanout over the member lookups and the
-// connection registry; cfg is group.push; reg may be nil.
-func NewFanout(members *Members, registry Registry, cfg configs.GroupPush, reg prometheus.Registerer, log *slog.Logger) *Fanout {
-	return &Fanout{members: members, reg: registry, cfg: cfg, metrics: newFanoutMetrics(reg), log: log}
+// NewFanout returns the group fanout over the member lookups and pushes;
+// cfg is group.push; reg (nil: none) registers its metrics.
+func NewFanout(members *Members, pushes Pusher, cfg configs.GroupPush, reg prometheus.Registerer) *Fanout {
+	return &Fanout{members: members, pushes: pushes, cfg: cfg, metrics: newFanoutMetrics(reg)}
 }
 
 // FanoutGroup pushes m to the online members who may see it, except the
@@ -84,15 +62,15 @@ func NewFanout(members *Members, registry Registry, cfg configs.GroupPush, reg p
 //
 //   - members who are not active are skipped, and so is a member whose
 //     bounds exclude m.Seq (joined after it, or capped before it); the
-//     users a membership notification is about get it anyway (see
+//     users a join or leave notification is about get it anyway (see
 //     notificationTargets) unless they have since joined again;
 //   - recv_msg_opt 1 (no push) is skipped, except for the sender's own
 //     other devices; 0 and 2 get the same frame (2 = the client shows no
 //     notification);
 //   - the strategy (group.push.mode; auto by thresholds) picks the body
 //     (2001), a 2102 {conversation_id, max_seq}, or nothing;
-//   - the frame is encoded once and pushed by at most group.push.workers
-//     goroutines; FanoutGroup returns when every frame is queued, so one
+//   - the push is handed over by at most group.push.workers goroutines;
+//     FanoutGroup returns when every frame is queued, so one
 //     conversation's frames leave in seq order.
 //
 // Errors are transient lookup failures (the deliver stage retries); a
@@ -105,18 +83,13 @@ func (f *Fanout) FanoutGroup(ctx context.Context, m *domain.Message, exceptConn 
 	}
 	targets := notificationTargets(m)
 	recipients, members := f.recipients(s, m, targets)
-	online := f.online(ctx, recipients)
+	online := f.pushes.OnlineOf(ctx, recipients)
 	mode := f.choose(members, len(online))
 	f.metrics.modes.WithLabelValues(mode).Inc()
 	if mode == modeNone || len(online) == 0 {
 		return nil
 	}
-	frame, err := f.frame(mode, m)
-	if err != nil {
-		f.log.Error("group fanout: encode", "conversation_id", m.ConversationID, "seq", m.Seq, "err", err)
-		return nil
-	}
-	n := f.push(ctx, online, frame, exceptConn)
+	n := f.push(ctx, online, pushOf(mode, m), exceptConn)
 	f.metrics.frames.Add(float64(n))
 	f.metrics.latency.Observe(time.Since(began).Seconds())
 	return nil
@@ -174,7 +147,7 @@ func dedupe(ids []string, needed bool) []string {
 // choose applies group.push.mode: auto is none from
 // huge_group_no_notify_size members or notify_max_online_user online,
 // else notify from group_size_threshold members or online_user_threshold
-// online, else push (seed design 001 §5.2).
+// online, else push.
 func (f *Fanout) choose(members, online int) string {
 	c := f.cfg
 	switch c.Mode {
@@ -190,32 +163,28 @@ func (f *Fanout) choose(members, online int) string {
 	return modePush
 }
 
-// frame encodes the push of m for mode, tagged with m for the push audit
-// lines (a 2102 notify is audited as the push of the message it announces).
-func (f *Fanout) frame(mode string, m *domain.Message) (ws.Frame, error) {
-	var fr ws.Frame
-	var err error
+// pushOf is the push of m for mode, naming m for the push audit lines (a
+// 2102 notify is audited as the push of the message it announces).
+func pushOf(mode string, m *domain.Message) domain.Push {
+	ref := domain.RefOf(m)
 	if mode == modeNotify {
-		fr, err = ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushGroupNotify,
-			Data: NotifyJSON{ConversationID: m.ConversationID, MaxSeq: m.Seq}})
-	} else {
-		fr, err = ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(m)})
+		return domain.Push{Kind: domain.PushGroupNotify, Data: NotifyJSON{ConversationID: m.ConversationID, MaxSeq: m.Seq}, Msg: &ref}
 	}
-	return fr.WithMsg(chat.MsgRef(m)), err
+	return domain.Push{Kind: domain.PushMessage, Data: chat.ToJSON(m), Msg: &ref}
 }
 
-// push hands frame to users' connections with at most cfg.Workers
-// goroutines and returns how many connections queued it.
-func (f *Fanout) push(ctx context.Context, users []string, frame ws.Frame, exceptConn string) int {
+// push hands p to users' connections with at most cfg.Workers goroutines
+// and returns how many connections queued it.
+func (f *Fanout) push(ctx context.Context, users []string, p domain.Push, exceptConn string) int {
 	chunk := max(minChunk, (len(users)+f.cfg.Workers-1)/max(f.cfg.Workers, 1))
 	if len(users) <= chunk {
-		return f.reg.PushToUsers(ctx, users, frame, exceptConn)
+		return f.pushes.PushToUsers(ctx, users, p, exceptConn)
 	}
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	for start := 0; start < len(users); start += chunk {
 		part := users[start:min(start+chunk, len(users))]
-		wg.Go(func() { n.Add(int64(f.reg.PushToUsers(ctx, part, frame, exceptConn))) })
+		wg.Go(func() { n.Add(int64(f.pushes.PushToUsers(ctx, part, p, exceptConn))) })
 	}
 	wg.Wait()
 	return int(n.Load())

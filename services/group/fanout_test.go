@@ -1,8 +1,12 @@
 package group_test
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -10,6 +14,8 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 )
 
@@ -64,7 +70,7 @@ func TestFanoutTo2000MembersWith500Online(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e.reg.reset()
 			reg := prometheus.NewRegistry()
-			f := group.NewFanout(e.members, e.reg, tc.push, reg, quiet)
+			f := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), tc.push, reg)
 			seq := base + int64(i) + 1
 			if err := f.FanoutGroup(bg, groupMsg(g.GroupID, sender, seq), "sender/phone"); err != nil {
 				t.Fatal(err)
@@ -197,5 +203,64 @@ func TestFanoutOfNotificationsBeforeTheirWrite(t *testing.T) {
 	}
 	if got := len(e.reg.frames("alice")); got != 1 {
 		t.Fatalf("alice got %d frames", got)
+	}
+}
+
+// recordingPusher keeps every push; every user is online.
+type recordingPusher struct {
+	mu     sync.Mutex
+	pushes []domain.Push
+}
+
+func (r *recordingPusher) PushToUsers(_ context.Context, userIDs []string, p domain.Push, _ string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pushes = append(r.pushes, p)
+	return len(userIDs)
+}
+
+func (r *recordingPusher) OnlineOf(_ context.Context, userIDs []string) []string { return userIDs }
+
+// TestFanoutFramesUnchanged: the push of each mode encodes (ws.EncodePush)
+// to the very frame the fanout encoded itself before it pushed domain
+// pushes: the same bytes (but the time) and the same audit tag.
+func TestFanoutFramesUnchanged(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.addUsers("alice", "bob", "carol")
+	g := e.create("alice", "bob", "carol")
+	m := groupMsg(g.GroupID, "alice", e.notifier.advance(g.GroupID, 1))
+	m.Content = domain.Content{Text: "<b>hi</b> & \u2028 👋", Custom: `{"k":[1,2]}`}
+	m.AtUserIDs = []string{"bob"}
+	ref := ws.MsgRef{ServerMsgID: m.ServerMsgID, ConversationID: m.ConversationID, Seq: m.Seq}
+	ts := regexp.MustCompile(`"ts":\d+`)
+	for _, tc := range []struct {
+		mode string
+		old  wire.Response
+	}{
+		{configs.GroupPushPush, wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(m)}},
+		{configs.GroupPushNotify, wire.Response{ReqIdentifier: wire.PushGroupNotify,
+			Data: group.NotifyJSON{ConversationID: m.ConversationID, MaxSeq: m.Seq}}},
+	} {
+		t.Run(tc.mode, func(t *testing.T) {
+			rec := &recordingPusher{}
+			f := group.NewFanout(e.members, rec, configs.GroupPush{Mode: tc.mode, Workers: 1}, nil)
+			if err := f.FanoutGroup(bg, m, ""); err != nil {
+				t.Fatal(err)
+			}
+			if len(rec.pushes) != 1 {
+				t.Fatalf("%d pushes, want 1", len(rec.pushes))
+			}
+			got := must(ws.EncodePush(rec.pushes[0]))(t)
+			old := must(ws.EncodeFrame(tc.old))(t).WithMsg(ref)
+			gotB, oldB := ts.ReplaceAll(got.Bytes(), []byte(`"ts":0`)), ts.ReplaceAll(old.Bytes(), []byte(`"ts":0`))
+			if !bytes.Equal(gotB, oldB) {
+				t.Fatalf("frame\n%s\nwant\n%s", gotB, oldB)
+			}
+			gotRef, ok := got.Msg()
+			if oldRef, _ := old.Msg(); !ok || gotRef != oldRef {
+				t.Fatalf("tagged %+v (%v), want %+v", gotRef, ok, oldRef)
+			}
+		})
 	}
 }

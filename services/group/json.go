@@ -1,8 +1,6 @@
 package group
 
 import (
-	"unicode/utf8"
-
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 )
@@ -82,7 +80,7 @@ func GroupOf(g domain.Group, memberCount int) GroupJSON {
 	}
 }
 
-// MemberJSON is a membership on the wire: role_level 100 owner, 60 admin,
+// MemberJSON is a group member on the wire: role_level 100 owner, 60 admin,
 // 20 member; status "normal", "left" or "kicked"; join_seq is the first seq
 // the member may see. /group/join on an approval group answers status
 // "pending" (an application was filed; role_level and join_seq are 0).
@@ -133,16 +131,16 @@ func (r *CreateRequest) Validate() error {
 	if err := checkInvitePermission("invite_permission", r.InvitePermission); err != nil {
 		return err
 	}
-	if err := checkLen("name", r.Name, 1, maxNameLen); err != nil {
+	if err := domain.CheckLen("name", r.Name, 1, maxNameLen); err != nil {
 		return err
 	}
-	if err := checkIDs("member_ids", r.MemberIDs); err != nil {
+	if err := domain.CheckIDs("member_ids", r.MemberIDs); err != nil {
 		return err
 	}
-	if err := checkLen("introduction", r.Introduction, 0, maxIntroductionLen); err != nil {
+	if err := domain.CheckLen("introduction", r.Introduction, 0, maxIntroductionLen); err != nil {
 		return err
 	}
-	if err := checkLen("avatar", r.Avatar, 0, maxAvatarLen); err != nil {
+	if err := domain.CheckLen("avatar", r.Avatar, 0, maxAvatarLen); err != nil {
 		return err
 	}
 	if r.GroupType < 0 {
@@ -160,10 +158,10 @@ type JoinRequest struct {
 
 // Validate requires group_id.
 func (r *JoinRequest) Validate() error {
-	if err := checkGroupID(r.GroupID); err != nil {
+	if err := domain.CheckID("group_id", r.GroupID); err != nil {
 		return err
 	}
-	return checkLen("req_msg", r.ReqMsg, 0, maxReqMsgLen)
+	return domain.CheckLen("req_msg", r.ReqMsg, 0, maxReqMsgLen)
 }
 
 // GroupRequest is the body of POST /group/quit and /group/dismiss.
@@ -172,7 +170,7 @@ type GroupRequest struct {
 }
 
 // Validate requires group_id.
-func (r *GroupRequest) Validate() error { return checkGroupID(r.GroupID) }
+func (r *GroupRequest) Validate() error { return domain.CheckID("group_id", r.GroupID) }
 
 // UsersRequest is the body of POST /group/invite and /group/kick.
 type UsersRequest struct {
@@ -182,13 +180,13 @@ type UsersRequest struct {
 
 // Validate requires group_id and at least one well-formed user ID.
 func (r *UsersRequest) Validate() error {
-	if err := checkGroupID(r.GroupID); err != nil {
+	if err := domain.CheckID("group_id", r.GroupID); err != nil {
 		return err
 	}
 	if len(r.UserIDs) == 0 {
 		return domain.BadField("user_ids", "is required (at least one user ID)")
 	}
-	return checkIDs("user_ids", r.UserIDs)
+	return domain.CheckIDs("user_ids", r.UserIDs)
 }
 
 // TransferRequest is the body of POST /group/transfer.
@@ -199,10 +197,10 @@ type TransferRequest struct {
 
 // Validate requires both IDs.
 func (r *TransferRequest) Validate() error {
-	if err := checkGroupID(r.GroupID); err != nil {
+	if err := domain.CheckID("group_id", r.GroupID); err != nil {
 		return err
 	}
-	return checkID("new_owner_id", r.NewOwnerID)
+	return domain.CheckID("new_owner_id", r.NewOwnerID)
 }
 
 // SetRoleRequest is the body of POST /group/set_role.
@@ -215,10 +213,10 @@ type SetRoleRequest struct {
 // Validate requires the IDs and role_level 60 (admin) or 20 (member); the
 // owner changes only by transfer.
 func (r *SetRoleRequest) Validate() error {
-	if err := checkGroupID(r.GroupID); err != nil {
+	if err := domain.CheckID("group_id", r.GroupID); err != nil {
 		return err
 	}
-	if err := checkID("user_id", r.UserID); err != nil {
+	if err := domain.CheckID("user_id", r.UserID); err != nil {
 		return err
 	}
 	if r.RoleLevel != int(domain.RoleAdmin) && r.RoleLevel != int(domain.RoleMember) {
@@ -240,7 +238,7 @@ type UpdateRequest struct {
 
 // Validate requires group_id and at least one field, each within its limits.
 func (r *UpdateRequest) Validate() error {
-	if err := checkGroupID(r.GroupID); err != nil {
+	if err := domain.CheckID("group_id", r.GroupID); err != nil {
 		return err
 	}
 	if r.Name == nil && r.Introduction == nil && r.Avatar == nil && r.JoinPolicy == nil && r.InvitePermission == nil {
@@ -252,7 +250,7 @@ func (r *UpdateRequest) Validate() error {
 		min, max int
 	}{{"name", r.Name, 1, maxNameLen}, {"introduction", r.Introduction, 0, maxIntroductionLen}, {"avatar", r.Avatar, 0, maxAvatarLen}} {
 		if f.v != nil {
-			if err := checkLen(f.name, *f.v, f.min, f.max); err != nil {
+			if err := domain.CheckLen(f.name, *f.v, f.min, f.max); err != nil {
 				return err
 			}
 		}
@@ -293,38 +291,4 @@ type MembersPage struct {
 type GroupList struct {
 	Groups     []GroupJSON `json:"groups"`
 	NextCursor string      `json:"next_cursor"`
-}
-
-func checkLen(field, v string, min, max int) error {
-	n := utf8.RuneCountInString(v)
-	switch {
-	case !utf8.ValidString(v):
-		return domain.BadField(field, "must be valid UTF-8")
-	case n == 0 && min > 0:
-		return domain.BadField(field, "is required")
-	case n < min || n > max:
-		return domain.BadField(field, "must be %d–%d characters (got %d)", min, max, n)
-	}
-	return nil
-}
-
-func checkID(field, id string) error {
-	if id == "" {
-		return domain.BadField(field, "is required")
-	}
-	if !domain.ValidID(id) {
-		return domain.BadField(field, "must be 1–%d characters of A-Z a-z 0-9 _ -", domain.MaxIDLen)
-	}
-	return nil
-}
-
-func checkGroupID(id string) error { return checkID("group_id", id) }
-
-func checkIDs(field string, ids []string) error {
-	for _, id := range ids {
-		if !domain.ValidID(id) {
-			return domain.BadField(field, "%q is not a user ID (1–%d characters of A-Z a-z 0-9 _ -)", id, domain.MaxIDLen)
-		}
-	}
-	return nil
 }

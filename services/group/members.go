@@ -37,7 +37,7 @@ type Cache interface {
 // a decoded copy per process (LRU, group.local_cache_ttl) validated on each
 // use against the Redis version (one HGET), then the Redis copy
 // group:members:{group_id}, then the database. Invalidate, called by every
-// membership change after its commit and before it returns, replaces the
+// member change after its commit and before it returns, replaces the
 // Redis version, so the next lookup in any process sees the change: a
 // kicked member's next send is refused. If Redis is unreachable lookups go
 // to the database and nothing is cached.
@@ -151,7 +151,7 @@ func (m *Members) uncached(ctx context.Context, groupID string) (*snapshot, erro
 }
 
 // Invalidate makes every process reload the group on its next lookup. It
-// must succeed before a membership change returns; the error is Redis's.
+// must succeed before a member change returns; the error is Redis's.
 func (m *Members) Invalidate(ctx context.Context, groupID string) error {
 	var err error
 	for attempt := 0; attempt < 3; attempt++ {
@@ -168,7 +168,7 @@ func (m *Members) Invalidate(ctx context.Context, groupID string) error {
 
 // SetRecvMsgOpt makes a member's new recv_msg_opt (already committed to the
 // database) take effect for fanouts at once, without dropping the group's
-// member list (issue 13 item 10): the cached state is patched in place in
+// member list: the cached state is patched in place in
 // Redis under a new version, and this process's copy is updated in place
 // too, so no process reloads the list from the database. When Redis holds
 // no state for the group (or not this member) there is nothing to patch and

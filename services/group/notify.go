@@ -73,7 +73,7 @@ func (s *Service) notify(ctx context.Context, t domain.MsgType, n NotificationJS
 	return ack.Seq, nil
 }
 
-// notificationTargets returns the users a membership notification is
+// notificationTargets returns the users a join or leave notification is
 // about, who must get it even when the member cache does not show them as
 // active members: new members (the change may not be written yet when the
 // notification is fanned out) and members who quit or were kicked (their

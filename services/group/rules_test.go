@@ -328,7 +328,7 @@ func TestKickRules(t *testing.T) {
 	}
 }
 
-// TestJoinPolicyDefaultsAndKicks (issue 13 item 6): a group is invite-only
+// TestJoinPolicyDefaultsAndKicks: a group is invite-only
 // unless created open; a group ID alone lets nobody in; a kicked user
 // cannot rejoin even an open group without an invitation; a non-public
 // group's info is for its members (former ones included).
@@ -369,7 +369,7 @@ func TestJoinPolicyDefaultsAndKicks(t *testing.T) {
 	wantReason(t, (&group.CreateRequest{Name: "x", JoinPolicy: "public"}).Validate(), wire.ReasonBadRequest)
 }
 
-// TestMaxMembers (issue 13 item 9): group.max_members bounds creation,
+// TestMaxMembers: group.max_members bounds creation,
 // invitations and joins; nothing is announced or written beyond it.
 func TestMaxMembers(t *testing.T) {
 	t.Parallel()

@@ -1,3 +1,12 @@
+// Package group is Nexo's group chat: the management rules behind the
+// group routes of both APIs (gateway/routes: create, join, invite, quit,
+// kick, transfer, roles, dismiss, update, info, members, list, join
+// applications), the member lookups every group send and pull go through
+// (CheckSend, Bounds; a two-level cache that every change invalidates), and
+// the group fanout with its push strategies. Changes are also notification
+// messages in the group conversation (msg_type 1501–1509), whose seqs order
+// joins and departures against the chat. docs/groups.md describes the
+// rules, the visibility model and the push strategy.
 package group
 
 import (
@@ -138,7 +147,7 @@ func (s *Service) activeGroup(ctx context.Context, groupID string) (domain.Group
 	return g, nil
 }
 
-// actor returns the caller's membership if it is active:
+// actor returns the caller's member row if it is active:
 // domain.ErrNotGroupMember or ErrMemberNotActive otherwise.
 func (s *Service) actor(ctx context.Context, groupID, userID string) (domain.GroupMember, error) {
 	m, err := s.groups.Member(ctx, groupID, userID)

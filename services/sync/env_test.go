@@ -90,6 +90,10 @@ func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.F
 
 func (r *fakeRegistry) Online(string) bool { return true }
 
+func (r *fakeRegistry) PushToConn(context.Context, string, string, ws.Frame) bool { return false }
+
+func (r *fakeRegistry) ConnCount() int { return 0 }
+
 // pushes returns user's pushes of code so far.
 func (r *fakeRegistry) pushes(user string, code int) []push {
 	r.mu.Lock()
@@ -195,7 +199,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	users := store.NewUserRepo(db)
 	cache := store.NewGroupCache(rdb, e.keys, cfg.Group.MemberCacheTTL)
 	e.members = group.NewMembers(groupRepo, cache, cfg.Group, nil, quiet)
-	fanout := group.NewFanout(e.members, e.reg, cfg.Group.Push, nil, quiet)
+	fanout := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil)
 	pusher := chat.NewPusher(e.reg, quiet)
 	e.accepter = streams.NewAccepter(rdb, e.skeys, e.seqs, 100, time.Hour)
 	// A TTL far beyond any test: a setting reaches the pushes through the

@@ -88,9 +88,6 @@ func (a *App) buildRouter(ctx context.Context) error {
 	}
 	a.router = router
 	a.add(component{name: "cluster inbox", run: router.Run})
-	a.onLogout = func(userID string, platformID int, jti string) {
-		router.RevokeSession(context.Background(), userID, platformID, jti)
-	}
 	return nil
 }
 
@@ -124,7 +121,7 @@ func (a *App) openBus(ctx context.Context) (*cluster.Bus, error) {
 // DisconnectUser ends every session of userID on every instance: each
 // connection gets a 3001 frame carrying e (reason and detail) and a close
 // 1008, here at once and on the other instances within the bus latency
-// (well under 1 s). For the server API's user disable (issue 14).
+// (well under 1 s). For the server API's user disable.
 func (a *App) DisconnectUser(ctx context.Context, userID string, e *wire.Error) {
 	a.router.DisconnectUser(ctx, userID, e)
 }

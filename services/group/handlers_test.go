@@ -13,7 +13,6 @@ import (
 	"github.com/cloudwego/hertz/pkg/common/hlog"
 	"github.com/cloudwego/hertz/pkg/common/ut"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
@@ -42,9 +41,7 @@ func newHTTPEnv(t *testing.T, tweak ...func(*configs.Config)) *httpEnv {
 	tokens := store.NewTokens(e.rdb, e.keys)
 	issuer := must(auth.NewIssuer(e.cfg.JWT, tokens))(t)
 	verifier := must(auth.NewVerifier(e.cfg.JWT, tokens))(t)
-	passwords := must(auth.NewPasswords(bcrypt.MinCost))(t)
-	srv := must(gateway.NewServer(gateway.Deps{HTTP: e.cfg.HTTP, Logger: quiet, Users: e.users, Passwords: passwords,
-		Issuer: issuer, Verifier: verifier}))(t)
+	srv := must(gateway.NewServer(gateway.Deps{HTTP: e.cfg.HTTP, Logger: quiet, Verifier: verifier}))(t)
 	lim := limits.New(e.rdb, e.keys.Prefix, nil, quiet)
 	r := e.cfg.Limits.GroupInvite
 	invites := limits.NewInvites(lim, limits.Rule{Rate: r.Rate, Period: r.Period, Burst: r.Burst})

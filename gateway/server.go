@@ -1,10 +1,10 @@
 // Package gateway is Nexo's HTTP front door: the Hertz server that the HTTP
-// API and the WebSocket endpoint share, the user and auth routes, health
-// checks, and the helpers every handler uses to read JSON bodies and answer
-// in the envelope {err_code, err_msg, data} (gateway/wire).
+// API and the WebSocket endpoint share, its middleware (request ids,
+// security headers, access log, the token check) and the health checks.
 //
-// Other packages add their routes with Server.Route before Run; cmd/nexo
-// wires them. gateway never imports workers.
+// The routes of the services (gateway/routes) and of the server API are
+// added with Server.Route before Run; cmd/app wires them. gateway never
+// imports workers.
 package gateway
 
 import (
@@ -25,22 +25,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nexo-im/nexo/configs"
-	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/api"
 	"github.com/nexo-im/nexo/gateway/auth"
-	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
-
-// Users is the user storage the handlers need; store.UserRepo satisfies it.
-// Create returns domain.ErrUserExists for a taken ID; Get and Update return
-// domain.ErrUserNotFound for an unknown one.
-type Users interface {
-	Create(ctx context.Context, u domain.User) (domain.User, error)
-	Get(ctx context.Context, id string) (domain.User, error)
-	Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error)
-	SetPassword(ctx context.Context, id, hash string) error
-}
 
 // ReadyCheck is one dependency /readyz pings; Name appears in the answer
 // when Check fails.
@@ -49,8 +37,7 @@ type ReadyCheck struct {
 	Check func(ctx context.Context) error
 }
 
-// Deps are the server's dependencies. Every field is required except
-// Listener, Ready and OnLogout.
+// Deps are the server's dependencies. Logger and Verifier are required.
 type Deps struct {
 	HTTP   configs.HTTP
 	Logger *slog.Logger
@@ -58,22 +45,15 @@ type Deps struct {
 	// the caller learns the address and bind errors before Run). Only a
 	// given Listener gets the connection caps and the first-request
 	// deadline (http.max_conns, max_conns_per_ip, read_header_timeout).
-	Listener  net.Listener
-	Users     Users
-	Passwords *auth.Passwords
-	Issuer    *auth.Issuer
-	Verifier  *auth.Verifier
+	Listener net.Listener
+	// Verifier checks the token of the routes registered as authenticated.
+	Verifier *auth.Verifier
 	// Ready lists what /readyz pings (the database, Redis).
 	Ready []ReadyCheck
 	// Degraded lists checks whose failure makes /readyz answer 200
 	// "degraded" instead of "ready" (Redis memory near maxmemory); their
 	// error text is sent, so it must be Nexo's own.
 	Degraded []ReadyCheck
-	// OnLogout runs after a logout revoked a token, so live WebSocket
-	// sessions on that token can be closed. It must not block for long.
-	OnLogout func(userID string, platformID int, jti string)
-	// RegistrationClosed refuses POST /user/register (auth.registration).
-	RegistrationClosed bool
 	// CORS, when set, runs before every route (preflights included).
 	CORS app.HandlerFunc
 	// Registry, when set, exports the HTTP metrics
@@ -88,11 +68,6 @@ type Deps struct {
 	// this long after SIGTERM, so a load balancer takes the instance out
 	// before its listener closes.
 	DrainDelay time.Duration
-	// Limiter keeps the login and registration limits (Limits) in Redis;
-	// nil turns them off. Auth sizes the password-hashing gate.
-	Limiter *limits.Limiter
-	Limits  configs.Limits
-	Auth    configs.Auth
 }
 
 // Server is the Hertz server with Nexo's routes.
@@ -102,7 +77,6 @@ type Server struct {
 	log      *slog.Logger
 	authMW   app.HandlerFunc
 	conns    *connTracker
-	hashes   *hashGate
 	clientIP func(c *app.RequestContext) string
 	// draining is set the moment Run's ctx ends: /readyz answers 503.
 	draining atomic.Bool
@@ -111,11 +85,11 @@ type Server struct {
 // readyTimeout bounds each /readyz ping.
 const readyTimeout = 2 * time.Second
 
-// NewServer builds the server and registers the health, user and auth
-// routes. It does not listen; Run does.
+// NewServer builds the server and registers the health routes. It does
+// not listen; Run does.
 func NewServer(d Deps) (*Server, error) {
-	if d.Logger == nil || d.Users == nil || d.Passwords == nil || d.Issuer == nil || d.Verifier == nil {
-		return nil, errors.New("gateway: Logger, Users, Passwords, Issuer and Verifier are required")
+	if d.Logger == nil || d.Verifier == nil {
+		return nil, errors.New("gateway: Logger and Verifier are required")
 	}
 	opts := []config.Option{
 		server.WithExitWaitTime(d.HTTP.ShutdownTimeout),
@@ -157,14 +131,14 @@ func NewServer(d Deps) (*Server, error) {
 
 	s := &Server{
 		h: h, deps: d, log: d.Logger,
-		authMW: auth.Middleware(d.Verifier, d.Logger),
-		conns:  newConnTracker(h.GetOptions().IdleTimeout),
-		hashes: newHashGate(d.Auth), clientIP: clientIPFunc(d.HTTP.TrustedProxies),
+		authMW:   auth.Middleware(d.Verifier, d.Logger),
+		conns:    newConnTracker(h.GetOptions().IdleTimeout),
+		clientIP: clientIPFunc(d.HTTP.TrustedProxies),
 	}
-	// c.ClientIP() anywhere (the access log, middleware) then names the
-	// same client the limits do: X-Forwarded-For only from trusted proxies.
+	// c.ClientIP() anywhere (the access log, the login and registration
+	// limits) names the client: X-Forwarded-For only from trusted proxies.
 	h.SetClientIPFunc(s.clientIP)
-	h.Use(s.requestID, setSecurityHeaders, s.conns.middleware, newHTTPObserver(d.Logger, d.AccessLog, d.Registry).middleware, s.recoverPanics)
+	h.Use(s.pinClientIP, s.requestID, setSecurityHeaders, s.conns.middleware, newHTTPObserver(d.Logger, d.AccessLog, d.Registry).middleware, s.recoverPanics)
 	if d.CORS != nil {
 		h.Use(d.CORS)
 	}
@@ -174,14 +148,6 @@ func NewServer(d Deps) (*Server, error) {
 
 	s.Route("GET", "/healthz", s.healthz, false)
 	s.Route("GET", "/readyz", s.readyz, false)
-	s.Route("POST", "/user/register", s.register, false)
-	s.Route("GET", "/user/info", s.userInfo, true)
-	s.Route("PUT", "/user/update", s.updateUser, true)
-	s.Route("POST", "/auth/login", s.login, false)
-	s.Route("POST", "/auth/refresh", s.refresh, true)
-	s.Route("POST", "/auth/logout", s.logout, true)
-	s.Route("POST", "/auth/logout_all", s.logoutAll, true)
-	s.Route("POST", "/user/password", s.changePassword, true)
 	return s, nil
 }
 
@@ -282,6 +248,15 @@ func (s *Server) requestID(ctx context.Context, c *app.RequestContext) {
 	}
 	c.Response.Header.Set(wire.RequestIDHeader, id)
 	c.Next(wire.WithRequestID(ctx, id))
+}
+
+// pinClientIP sets the server's client-address rule on the request itself:
+// Hertz sets it only on the contexts it allocates when serving, and a
+// route's limits must not depend on how its context was made (in-process
+// test requests are not).
+func (s *Server) pinClientIP(ctx context.Context, c *app.RequestContext) {
+	c.SetClientIPFunc(s.clientIP)
+	c.Next(ctx)
 }
 
 // recoverPanics turns a handler panic into a logged 500 internal_error, so

@@ -20,7 +20,9 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
 )
@@ -58,7 +60,8 @@ type logoutRecorder struct {
 	calls []string
 }
 
-func (r *logoutRecorder) record(user string, platform int, jti string) {
+// Disconnect records a call of account.Sessions.
+func (r *logoutRecorder) Disconnect(user string, platform int, jti string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.calls = append(r.calls, fmt.Sprintf("%s/%d/%s", user, platform, jti))
@@ -70,18 +73,19 @@ func (r *logoutRecorder) get() []string {
 	return append([]string(nil), r.calls...)
 }
 
-// newEnv builds the server as cmd/nexo does, on real MariaDB and Redis.
+// newEnv builds the server as cmd/app does, with the account routes, on
+// real MariaDB and Redis.
 func newEnv(t testing.TB, extra ...func(*gateway.Deps)) *env {
 	t.Helper()
 	db := storetest.MySQL(t)
 	rdb, prefix := storetest.Redis(t)
 	e := &env{db: db, rdb: rdb, keys: store.Keys{Prefix: prefix}, logout: &logoutRecorder{}}
-	e.srv = newServer(t, testConfig(), db, rdb, e.keys, e.logout.record, extra...)
+	e.srv = newServer(t, testConfig(), db, rdb, e.keys, e.logout, extra...)
 	return e
 }
 
 func newServer(t testing.TB, cfg configs.Config, db *store.DB, rdb redis.UniversalClient, keys store.Keys,
-	onLogout func(string, int, string), extra ...func(*gateway.Deps)) *gateway.Server {
+	sessions account.Sessions, extra ...func(*gateway.Deps)) *gateway.Server {
 	t.Helper()
 	tokens := store.NewTokens(rdb, keys)
 	issuer, err := auth.NewIssuer(cfg.JWT, tokens)
@@ -97,13 +101,11 @@ func newServer(t testing.TB, cfg configs.Config, db *store.DB, rdb redis.Univers
 		t.Fatal(err)
 	}
 	deps := gateway.Deps{
-		HTTP: cfg.HTTP, Logger: slog.New(slog.DiscardHandler),
-		Users: store.NewUserRepo(db), Passwords: passwords, Issuer: issuer, Verifier: verifier,
+		HTTP: cfg.HTTP, Logger: slog.New(slog.DiscardHandler), Verifier: verifier,
 		Ready: []gateway.ReadyCheck{
 			{Name: "database", Check: db.Ping},
 			{Name: "redis", Check: func(ctx context.Context) error { return rdb.Ping(ctx).Err() }},
 		},
-		OnLogout: onLogout,
 	}
 	for _, f := range extra {
 		f(&deps)
@@ -112,6 +114,9 @@ func newServer(t testing.TB, cfg configs.Config, db *store.DB, rdb redis.Univers
 	if err != nil {
 		t.Fatal(err)
 	}
+	accounts := account.NewService(account.Deps{Users: store.NewUserRepo(db), Passwords: passwords,
+		Tokens: auth.AccountTokens{Issuer: issuer}, Store: tokens, Sessions: sessions, Auth: cfg.Auth})
+	routes.Account(srv, accounts, cfg.HTTP.MaxBodyBytes, deps.Logger)
 	return srv
 }
 
@@ -192,4 +197,39 @@ func wantErr(t *testing.T, r response, reason wire.Reason, field string) {
 func authClaims(c *app.RequestContext) (string, bool) {
 	claims, ok := auth.ClaimsOf(c)
 	return claims.UserID, ok
+}
+
+type tokenData struct {
+	Token    string `json:"token"`
+	ExpireAt int64  `json:"expire_at"`
+}
+
+func (e *env) login(t *testing.T, user, password string, platform int) tokenData {
+	t.Helper()
+	r := e.do(t, "POST", "/auth/login", fmt.Sprintf(`{"user_id":%q,"password":%q,"platform_id":%d}`, user, password, platform), "")
+	wantOK(t, r)
+	var tok tokenData
+	r.decode(t, &tok)
+	return tok
+}
+
+func TestHealth(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	wantOK(t, e.do(t, "GET", "/healthz", "", ""))
+	wantOK(t, e.do(t, "GET", "/readyz", "", ""))
+}
+
+func TestReadyzNamesWhatFailed(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	down := newServer(t, testConfig(), e.db, e.rdb, e.keys, e.logout, func(d *gateway.Deps) {
+		d.Ready = append(d.Ready, gateway.ReadyCheck{Name: "redis-replica", Check: func(context.Context) error { return fmt.Errorf("dial tcp: refused") }})
+	})
+	r := perform(t, down, "GET", "/readyz", "", "")
+	wantErr(t, r, wire.ReasonServerBusy, "redis-replica")
+	if strings.Contains(r.detail(), "refused") || strings.Contains(r.detail(), "database") {
+		t.Fatalf("detail %q: must name only the failed dependency, without its error", r.detail())
+	}
+	wantOK(t, perform(t, down, "GET", "/healthz", "", ""))
 }

@@ -25,7 +25,9 @@ import (
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/cluster"
 	"github.com/nexo-im/nexo/gateway/limits"
+	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/services/presence"
@@ -75,6 +77,9 @@ type App struct {
 
 	listener net.Listener
 	server   *gateway.Server
+	// accounts is the account service: the user and auth routes and the
+	// server API's user routes.
+	accounts *account.Service
 	// opsListener and opsMux serve the operator routes (/metrics, pprof)
 	// when metrics.addr is set; nil otherwise (see buildOps, mountOps).
 	opsListener net.Listener
@@ -82,9 +87,6 @@ type App struct {
 	ws          *ws.Server
 	mode        *chat.Mode
 	metrics     *prometheus.Registry
-	// onLogout is handed to the gateway; a step that owns live sessions
-	// (the WebSocket hub) sets it before buildGateway runs.
-	onLogout func(userID string, platformID int, jti string)
 	// resender is offline resend (gateway/state), built with the messaging
 	// step and run by the WebSocket gateway's OnConnect hook.
 	resender *sync.Resender
@@ -94,7 +96,7 @@ type App struct {
 	// its ID is the consumer name and its incarnation the presence member.
 	member *store.Membership
 
-	// Integration (issue 14): set by buildMessaging and buildIntegration.
+	// Integration: set by buildMessaging and buildIntegration.
 	chat     *chat.Service
 	groups   *group.Service
 	members  *group.Members
@@ -330,30 +332,32 @@ func (a *App) buildGateway(context.Context) error {
 	rdb := a.rdb
 	var err error
 	a.server, err = gateway.NewServer(gateway.Deps{
-		HTTP: a.cfg.HTTP, Logger: a.log, Listener: ln,
-		Users: a.users, Passwords: a.passwords, Issuer: a.issuer, Verifier: a.verifier,
+		HTTP: a.cfg.HTTP, Logger: a.log, Listener: ln, Verifier: a.verifier,
 		Ready: []gateway.ReadyCheck{
 			{Name: string(a.db.Dialect), Check: a.db.Ping},
 			{Name: "redis", Check: func(ctx context.Context) error { return store.PingRedis(ctx, rdb) }},
 		},
-		Degraded:           []gateway.ReadyCheck{{Name: "redis_memory", Check: redisMemoryCheck(rdb, a.cfg.Redis.MemoryDegradedRatio)}},
-		OnLogout:           a.onLogout,
-		RegistrationClosed: !a.cfg.RegistrationIsOpen(),
-		CORS:               corsMiddleware(a.cfg),
-		Registry:           a.metrics,
-		AccessLog:          a.cfg.Log.Access,
+		Degraded:  []gateway.ReadyCheck{{Name: "redis_memory", Check: redisMemoryCheck(rdb, a.cfg.Redis.MemoryDegradedRatio)}},
+		CORS:      corsMiddleware(a.cfg),
+		Registry:  a.metrics,
+		AccessLog: a.cfg.Log.Access,
 		OnDrain: func(ctx context.Context) {
 			for _, fn := range a.onDrain {
 				fn(ctx)
 			}
 		},
 		DrainDelay: a.cfg.Cluster.DrainDelay,
-		Limiter:    a.limiter, Limits: a.cfg.Limits, Auth: a.cfg.Auth,
 	})
 	if err != nil {
 		_ = ln.Close()
 		return err
 	}
+	a.accounts = account.NewService(account.Deps{
+		Users: a.users, Passwords: a.passwords, Tokens: auth.AccountTokens{Issuer: a.issuer}, Store: a.tokens,
+		Sessions: hubSessions{a}, Limits: limits.NewAccounts(a.limiter, a.cfg.Limits), Auth: a.cfg.Auth,
+		RegistrationClosed: !a.cfg.RegistrationIsOpen(),
+	})
+	routes.Account(a.server, a.accounts, a.cfg.HTTP.MaxBodyBytes, a.log)
 	a.add(component{name: "http", run: a.server.Run, stop: func(context.Context) error {
 		// Run closes the listener; this covers a start that failed before Run.
 		if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {

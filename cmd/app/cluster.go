@@ -88,9 +88,6 @@ func (a *App) buildRouter(ctx context.Context) error {
 	}
 	a.router = router
 	a.add(component{name: "cluster inbox", run: router.Run})
-	a.onLogout = func(userID string, platformID int, jti string) {
-		router.RevokeSession(context.Background(), userID, platformID, jti)
-	}
 	return nil
 }
 

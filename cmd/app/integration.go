@@ -59,7 +59,7 @@ func corsMiddleware(cfg configs.Config) app.HandlerFunc {
 	return cors.New(cc)
 }
 
-// hubSessions adapts the WebSocket hub to serverapi.Sessions.
+// hubSessions adapts the WebSocket hub to account.Sessions.
 type hubSessions struct{ a *App }
 
 // Disconnect ends the sessions on every instance (the cluster router).
@@ -123,7 +123,7 @@ func (a *App) buildWebhooks() webhooks {
 }
 
 // buildIntegration wires presence, typing, offline push and the server
-// API (issue 14).
+// API.
 func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *store.ConversationRepo) {
 	sessions := store.NewSessions(a.rdb, a.keys, a.consumerName(), a.cfg.WS.PresenceTTL)
 	pres := presence.NewService(sessions, store.NewContacts(a.db), a.log)
@@ -144,8 +144,8 @@ func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *st
 	a.add(component{name: "session renewal", run: a.realtime.Run})
 
 	serverapi.New(serverapi.Deps{
-		Keys: a.cfg.ServerAPI.Keys, Users: a.users, Tokens: a.tokens, Issuer: a.issuer, Passwords: a.passwords,
-		Sessions: hubSessions{a}, Chat: a.chat, Groups: a.groups, Presence: pres.HandleAPI,
+		Keys: a.cfg.ServerAPI.Keys, Users: a.users, Accounts: a.accounts,
+		Chat: a.chat, Groups: a.groups, Presence: pres.HandleAPI,
 		SystemUserID: "system", MaxBody: a.cfg.HTTP.MaxBodyBytes, Log: a.log,
 	}).Register(a.server)
 }

@@ -14,7 +14,6 @@ import (
 	"github.com/cloudwego/hertz/pkg/app"
 	"github.com/cloudwego/hertz/pkg/common/ut"
 	"go.yaml.in/yaml/v3"
-	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
@@ -71,9 +70,7 @@ func newHTTPEnv(t *testing.T, tweak ...func(*configs.Config)) *httpEnv {
 	tokens := store.NewTokens(rdb, keys)
 	issuer := must(auth.NewIssuer(cfg.JWT, tokens))(t)
 	verifier := must(auth.NewVerifier(cfg.JWT, tokens))(t)
-	passwords := must(auth.NewPasswords(bcrypt.MinCost))(t)
-	srv := must(gateway.NewServer(gateway.Deps{HTTP: cfg.HTTP, Logger: quiet, Users: users, Passwords: passwords,
-		Issuer: issuer, Verifier: verifier}))(t)
+	srv := must(gateway.NewServer(gateway.Deps{HTTP: cfg.HTTP, Logger: quiet, Verifier: verifier}))(t)
 	lim := limits.New(rdb, keys.Prefix, nil, quiet)
 	r := cfg.Limits.GroupInvite
 	invites := limits.NewInvites(lim, limits.Rule{Rate: r.Rate, Period: r.Period, Burst: r.Burst})

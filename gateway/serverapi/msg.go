@@ -36,8 +36,10 @@ func (a *API) splitOp(c *app.RequestContext, opField string, optional bool, dst 
 		}
 		delete(fields, opField)
 	}
-	if !(optional && op == "") && !domain.ValidID(op) {
-		return "", badUserID(opField)
+	if !(optional && op == "") {
+		if err := domain.CheckID(opField, op); err != nil {
+			return "", err
+		}
 	}
 	for k, v := range defaults {
 		if _, ok := fields[k]; !ok {

@@ -17,46 +17,25 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/api"
-	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 )
 
-// Users is the user store (store.UserRepo).
+// Users finds the recipient of a notification (store.UserRepo).
 type Users interface {
-	Create(ctx context.Context, u domain.User) (domain.User, error)
 	Get(ctx context.Context, id string) (domain.User, error)
-	Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error)
-	SetDisabled(ctx context.Context, id string, disabled bool) (domain.User, error)
-	Delete(ctx context.Context, id string) error
-}
-
-// Tokens revokes tokens on every instance at once (store.Tokens).
-type Tokens interface {
-	RevokeUser(ctx context.Context, userID string) error
-	SetDisabled(ctx context.Context, userID string, disabled bool) error
-}
-
-// Sessions closes live sessions: Disconnect ends the user's connections on
-// platformID (0: all) opened with token jti ("": any), with 3001
-// session_invalid — on this instance, and on every instance once the
-// cluster bus carries session events. Token refusal does not wait for it:
-// the token store already refuses them everywhere.
-type Sessions interface {
-	Disconnect(userID string, platformID int, jti string)
 }
 
 // Deps are the API's collaborators; all are required.
 type Deps struct {
-	Keys      []string
-	Users     Users
-	Tokens    Tokens
-	Issuer    *auth.Issuer
-	Passwords *auth.Passwords
-	Sessions  Sessions
-	Chat      *chat.Service
-	Groups    *group.Service
+	Keys  []string
+	Users Users
+	// Accounts serves the user and token routes.
+	Accounts *account.Service
+	Chat     *chat.Service
+	Groups   *group.Service
 	// Presence serves GET /api/presence (presence.Service.HandleAPI).
 	Presence app.HandlerFunc
 	// SystemUserID is the sender of notifications sent "as the system".

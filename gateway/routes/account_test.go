@@ -1,26 +1,18 @@
-package gateway_test
+package routes_test
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 
-	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
 )
 
-type tokenData struct {
-	Token    string `json:"token"`
-	ExpireAt int64  `json:"expire_at"`
-}
-
-type profileData struct {
+type profileAnswer struct {
 	UserID    string `json:"user_id"`
 	Nickname  string `json:"nickname"`
 	Avatar    string `json:"avatar"`
@@ -28,26 +20,17 @@ type profileData struct {
 	UpdatedAt int64  `json:"updated_at"`
 }
 
-func (e *env) login(t *testing.T, user, password string, platform int) tokenData {
-	t.Helper()
-	r := e.do(t, "POST", "/auth/login", fmt.Sprintf(`{"user_id":%q,"password":%q,"platform_id":%d}`, user, password, platform), "")
-	wantOK(t, r)
-	var tok tokenData
-	r.decode(t, &tok)
-	return tok
-}
-
 // TestUserAndAuthFlow walks register → login → info → update → refresh →
 // logout through the real Hertz handlers, MariaDB and Redis.
 func TestUserAndAuthFlow(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newAccountEnv(t)
 	ctx := context.Background()
 	users := store.NewUserRepo(e.db)
 
 	// Register with a chosen ID and with a generated one.
 	r := e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Alice","password":"correct horse","avatar":"https://a/1.png"}`, "")
-	wantOK(t, r)
+	expectOK(t, r)
 	var reg struct {
 		UserID string `json:"user_id"`
 	}
@@ -56,7 +39,7 @@ func TestUserAndAuthFlow(t *testing.T) {
 		t.Fatalf("registered %q", reg.UserID)
 	}
 	r = e.do(t, "POST", "/user/register", `{"nickname":"Bob","password":"battery staple"}`, "")
-	wantOK(t, r)
+	expectOK(t, r)
 	r.decode(t, &reg)
 	if id, err := uuid.Parse(reg.UserID); err != nil || id.Version() != 7 {
 		t.Fatalf("generated user_id %q is not a UUIDv7", reg.UserID)
@@ -69,7 +52,7 @@ func TestUserAndAuthFlow(t *testing.T) {
 
 	// A taken ID is 409 and changes nothing.
 	r = e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Mallory","password":"plum-tart-9"}`, "")
-	wantErr(t, r, wire.ReasonUserExists, "alice")
+	expectErr(t, r, wire.ReasonUserExists, "alice")
 	if again, _ := users.Get(ctx, "alice"); again != stored {
 		t.Fatalf("duplicate register changed alice: %+v", again)
 	}
@@ -77,8 +60,8 @@ func TestUserAndAuthFlow(t *testing.T) {
 	// Bad credentials: the same answer for an unknown user and a wrong password.
 	wrong := e.do(t, "POST", "/auth/login", `{"user_id":"alice","password":"wrong password","platform_id":5}`, "")
 	unknown := e.do(t, "POST", "/auth/login", `{"user_id":"nobody","password":"correct horse","platform_id":5}`, "")
-	wantErr(t, wrong, wire.ReasonBadCredentials, "")
-	wantErr(t, unknown, wire.ReasonBadCredentials, "")
+	expectErr(t, wrong, wire.ReasonBadCredentials, "")
+	expectErr(t, unknown, wire.ReasonBadCredentials, "")
 	if withoutRequestID(wrong) != withoutRequestID(unknown) {
 		t.Fatalf("unknown user and wrong password answer differently:\n%s\n%s", wrong.raw, unknown.raw)
 	}
@@ -94,8 +77,8 @@ func TestUserAndAuthFlow(t *testing.T) {
 
 	// Info: own (no user_id), someone else's, unknown.
 	r = e.do(t, "GET", "/user/info", "", tok.Token)
-	wantOK(t, r)
-	var p profileData
+	expectOK(t, r)
+	var p profileAnswer
 	r.decode(t, &p)
 	if p.UserID != "alice" || p.Nickname != "Alice" || p.Avatar != "https://a/1.png" || p.CreatedAt != stored.CreatedAt || p.UpdatedAt != stored.UpdatedAt {
 		t.Fatalf("own info %+v, stored %+v", p, stored)
@@ -104,46 +87,46 @@ func TestUserAndAuthFlow(t *testing.T) {
 		t.Fatalf("info leaks the password hash: %s", raw)
 	}
 	r = e.do(t, "GET", "/user/info?user_id="+bob, "", tok.Token)
-	wantOK(t, r)
-	// Another user's profile has the public fields only (issue 13 item 13).
+	expectOK(t, r)
+	// Another user's profile has the public fields only.
 	var fields map[string]any
 	r.decode(t, &fields)
 	if len(fields) != 3 || fields["user_id"] != bob || fields["nickname"] != "Bob" || fields["avatar"] == nil {
 		t.Fatalf("bob's info %s: want exactly user_id, nickname, avatar", r.Data)
 	}
-	wantErr(t, e.do(t, "GET", "/user/info?user_id=ghost", "", tok.Token), wire.ReasonUserNotFound, "")
-	wantErr(t, e.do(t, "GET", "/user/info?user_id=a%20b", "", tok.Token), wire.ReasonBadRequest, "user_id")
+	expectErr(t, e.do(t, "GET", "/user/info?user_id=ghost", "", tok.Token), wire.ReasonUserNotFound, "")
+	expectErr(t, e.do(t, "GET", "/user/info?user_id=a%20b", "", tok.Token), wire.ReasonBadRequest, "user_id")
 
 	// Update own profile.
 	r = e.do(t, "PUT", "/user/update", `{"nickname":"Alice L."}`, tok.Token)
-	wantOK(t, r)
+	expectOK(t, r)
 	r.decode(t, &p)
 	if p.Nickname != "Alice L." || p.Avatar != "https://a/1.png" || p.UpdatedAt < stored.UpdatedAt {
 		t.Fatalf("after update %+v", p)
 	}
 	r = e.do(t, "PUT", "/user/update", `{"avatar":""}`, tok.Token)
-	wantOK(t, r)
+	expectOK(t, r)
 	if got, _ := users.Get(ctx, "alice"); got.Nickname != "Alice L." || got.Avatar != "" || got.PasswordHash != stored.PasswordHash {
 		t.Fatalf("stored after updates %+v", got)
 	}
 
 	// Refresh: the old token is revoked, twice-refreshing fails.
 	r = e.do(t, "POST", "/auth/refresh", "", tok.Token)
-	wantOK(t, r)
-	var tok2 tokenData
+	expectOK(t, r)
+	var tok2 tokenAnswer
 	r.decode(t, &tok2)
 	if tok2.Token == tok.Token || tok2.ExpireAt < tok.ExpireAt {
 		t.Fatalf("refresh returned %+v after %+v", tok2, tok)
 	}
-	wantErr(t, e.do(t, "GET", "/user/info", "", tok.Token), wire.ReasonTokenRevoked, "")
-	wantErr(t, e.do(t, "POST", "/auth/refresh", "", tok.Token), wire.ReasonTokenRevoked, "")
-	wantOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
+	expectErr(t, e.do(t, "GET", "/user/info", "", tok.Token), wire.ReasonTokenRevoked, "")
+	expectErr(t, e.do(t, "POST", "/auth/refresh", "", tok.Token), wire.ReasonTokenRevoked, "")
+	expectOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
 
 	// A login on another platform is independent; on the same one it replaces.
 	ios := e.login(t, "alice", "correct horse", 1)
-	wantOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
+	expectOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
 	web := e.login(t, "alice", "correct horse", 5)
-	wantErr(t, e.do(t, "GET", "/user/info", "", tok2.Token), wire.ReasonTokenRevoked, "")
+	expectErr(t, e.do(t, "GET", "/user/info", "", tok2.Token), wire.ReasonTokenRevoked, "")
 
 	// The refresh told OnLogout about the token it revoked (tok), and the
 	// replacing login about the one it replaced (tok2), so their live
@@ -152,47 +135,16 @@ func TestUserAndAuthFlow(t *testing.T) {
 	if len(calls) != 2 || !strings.HasPrefix(calls[0], "alice/5/") || !strings.HasPrefix(calls[1], "alice/5/") || calls[0] == calls[1] {
 		t.Fatalf("OnLogout calls after refresh and the replacing login %v, want two for alice/5", calls)
 	}
-	wantOK(t, e.do(t, "POST", "/auth/logout", "", web.Token))
+	expectOK(t, e.do(t, "POST", "/auth/logout", "", web.Token))
 	calls = e.logout.get()
 	if len(calls) != 3 || !strings.HasPrefix(calls[2], "alice/5/") || calls[2] == calls[1] {
 		t.Fatalf("OnLogout calls %v, want a third, different one for alice/5", calls)
 	}
 	for _, route := range [][2]string{{"GET", "/user/info"}, {"POST", "/auth/refresh"}, {"POST", "/auth/logout"}} {
-		wantErr(t, e.do(t, route[0], route[1], "", web.Token), wire.ReasonTokenRevoked, "")
+		expectErr(t, e.do(t, route[0], route[1], "", web.Token), wire.ReasonTokenRevoked, "")
 	}
-	wantOK(t, e.do(t, "GET", "/user/info", "", ios.Token))
+	expectOK(t, e.do(t, "GET", "/user/info", "", ios.Token))
 	if n := e.rdb.Exists(ctx, e.keys.Token("alice", 5)).Val(); n != 0 {
 		t.Fatalf("token record of alice/5 still present after logout")
 	}
-}
-
-func TestHealth(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	wantOK(t, e.do(t, "GET", "/healthz", "", ""))
-	wantOK(t, e.do(t, "GET", "/readyz", "", ""))
-}
-
-func TestReadyzNamesWhatFailed(t *testing.T) {
-	t.Parallel()
-	e := newEnv(t)
-	down := newServer(t, testConfig(), e.db, e.rdb, e.keys, nil, func(d *gateway.Deps) {
-		d.Ready = append(d.Ready, gateway.ReadyCheck{Name: "redis-replica", Check: func(context.Context) error { return fmt.Errorf("dial tcp: refused") }})
-	})
-	r := perform(t, down, "GET", "/readyz", "", "")
-	wantErr(t, r, wire.ReasonServerBusy, "redis-replica")
-	if strings.Contains(r.detail(), "refused") || strings.Contains(r.detail(), "database") {
-		t.Fatalf("detail %q: must name only the failed dependency, without its error", r.detail())
-	}
-	wantOK(t, perform(t, down, "GET", "/healthz", "", ""))
-}
-
-// withoutRequestID is an error envelope with its (per-request) request_id
-// dropped, for comparing two answers.
-func withoutRequestID(r response) string {
-	var d wire.ErrorData
-	_ = json.Unmarshal(r.Data, &d)
-	d.RequestID = ""
-	b, _ := json.Marshal(d)
-	return fmt.Sprintf("%d %d %s %s", r.Status, r.ErrCode, r.ErrMsg, b)
 }

@@ -1,4 +1,4 @@
-package gateway_test
+package routes_test
 
 import (
 	"context"
@@ -12,7 +12,6 @@ import (
 
 	"github.com/cloudwego/hertz/pkg/common/ut"
 
-	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
@@ -21,9 +20,9 @@ import (
 // send wrong-password logins as fast as they can (bcrypt cost 10, limits
 // off so every login hashes), with the hashing gate sized to the cores
 // (auth.hash_concurrency 0) and, for comparison, unbounded. It reports the
-// p50 and p99 latency of /user/info (issue 13 #3). Run:
+// p50 and p99 latency of /user/info. Run:
 //
-//	go test -run '^$' -bench UserInfoUnderLoginFlood -benchtime 200x ./gateway/
+//	go test -run '^$' -bench UserInfoUnderLoginFlood -benchtime 200x ./gateway/routes/
 func BenchmarkUserInfoUnderLoginFlood(b *testing.B) {
 	for _, bc := range []struct {
 		name        string
@@ -34,10 +33,10 @@ func BenchmarkUserInfoUnderLoginFlood(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			e := newEnv(b, func(d *gateway.Deps) {
-				d.Passwords = passwords
-				d.Auth.HashConcurrency = bc.concurrency
-				d.Auth.HashWait = time.Minute
+			e := newAccountEnv(b, func(w *accountWiring) {
+				w.acct.Passwords = passwords
+				w.acct.Auth.HashConcurrency = bc.concurrency
+				w.acct.Auth.HashWait = time.Minute
 			})
 			engine := e.srv.Hertz().Engine
 			post := func(path, body string) *ut.ResponseRecorder {
@@ -45,9 +44,9 @@ func BenchmarkUserInfoUnderLoginFlood(b *testing.B) {
 					ut.Header{Key: "Content-Type", Value: "application/json"})
 			}
 			post("/user/register", `{"user_id":"alice","nickname":"n","password":"correct horse"}`)
-			var tok tokenData
-			r := post("/auth/login", loginBody("alice", "correct horse")).Result()
-			if err := decodeData(r.Body(), &tok); err != nil || tok.Token == "" {
+			var tok tokenAnswer
+			r := post("/auth/login", loginJSON("alice", "correct horse")).Result()
+			if err := decodeEnvelope(r.Body(), &tok); err != nil || tok.Token == "" {
 				b.Fatalf("login: %s", r.Body())
 			}
 
@@ -58,7 +57,7 @@ func BenchmarkUserInfoUnderLoginFlood(b *testing.B) {
 				go func() {
 					defer wg.Done()
 					for ctx.Err() == nil {
-						post("/auth/login", loginBody(fmt.Sprint("mallory", i), "wrong"))
+						post("/auth/login", loginJSON(fmt.Sprint("mallory", i), "wrong"))
 					}
 				}()
 			}
@@ -83,6 +82,6 @@ func BenchmarkUserInfoUnderLoginFlood(b *testing.B) {
 }
 
 // decodeData decodes the data of an envelope.
-func decodeData(body []byte, v any) error {
+func decodeEnvelope(body []byte, v any) error {
 	return json.Unmarshal(body, &wire.Envelope{Data: v})
 }

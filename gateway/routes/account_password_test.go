@@ -1,4 +1,4 @@
-package gateway_test
+package routes_test
 
 import (
 	"context"
@@ -10,22 +10,20 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/nexo-im/nexo/configs"
-	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
-	"github.com/nexo-im/nexo/store/storetest"
 )
 
 // TestCommonPasswordsRefused: registration refuses the most common
-// passwords (issue 13 item 14), in any letter case.
+// passwords, in any letter case.
 func TestCommonPasswordsRefused(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newAccountEnv(t)
 	for _, pw := range []string{"12345678", "password1", "Password1", "iloveyou"} {
-		wantErr(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"`+pw+`"}`, ""), wire.ReasonBadRequest, "password")
+		expectErr(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"`+pw+`"}`, ""), wire.ReasonBadRequest, "password")
 	}
-	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"plum-tart-9"}`, ""))
+	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"plum-tart-9"}`, ""))
 }
 
 // TestPasswordChangeAndLogoutAll: POST /user/password needs the old
@@ -35,32 +33,32 @@ func TestCommonPasswordsRefused(t *testing.T) {
 // close.
 func TestPasswordChangeAndLogoutAll(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
-	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"pat","nickname":"P","password":"old-secret-1"}`, ""))
+	e := newAccountEnv(t)
+	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"pat","nickname":"P","password":"old-secret-1"}`, ""))
 	web := e.login(t, "pat", "old-secret-1", 5)
 	ios := e.login(t, "pat", "old-secret-1", 1)
 	android := e.login(t, "pat", "old-secret-1", 2)
 
-	wantErr(t, e.do(t, "POST", "/user/password", `{"old_password":"wrong-secret","new_password":"new-secret-2"}`, web.Token), wire.ReasonBadCredentials, "")
-	wantErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"12345678"}`, web.Token), wire.ReasonBadRequest, "new_password")
-	wantErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
-	wantErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
+	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"wrong-secret","new_password":"new-secret-2"}`, web.Token), wire.ReasonBadCredentials, "")
+	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"12345678"}`, web.Token), wire.ReasonBadRequest, "new_password")
+	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
+	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
 	for _, tok := range []string{web.Token, ios.Token, android.Token} {
-		wantOK(t, e.do(t, "GET", "/user/info", "", tok)) // nothing refused changed anything
+		expectOK(t, e.do(t, "GET", "/user/info", "", tok)) // nothing refused changed anything
 	}
 
 	jti := func(platform int) string { return e.rdb.Get(context.Background(), e.keys.Token("pat", platform)).Val() }
 	iosJTI, androidJTI := jti(1), jti(2)
 	r := e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"new-secret-2"}`, web.Token)
-	wantOK(t, r)
+	expectOK(t, r)
 	var n struct{ Revoked int }
 	r.decode(t, &n)
 	if n.Revoked != 2 {
 		t.Fatalf("revoked %d tokens, want 2", n.Revoked)
 	}
-	wantOK(t, e.do(t, "GET", "/user/info", "", web.Token))
-	wantErr(t, e.do(t, "GET", "/user/info", "", ios.Token), wire.ReasonTokenRevoked, "")
-	wantErr(t, e.do(t, "GET", "/user/info", "", android.Token), wire.ReasonTokenRevoked, "")
+	expectOK(t, e.do(t, "GET", "/user/info", "", web.Token))
+	expectErr(t, e.do(t, "GET", "/user/info", "", ios.Token), wire.ReasonTokenRevoked, "")
+	expectErr(t, e.do(t, "GET", "/user/info", "", android.Token), wire.ReasonTokenRevoked, "")
 	// Every other platform's sessions end (whatever their token); none of
 	// the caller's platform (5).
 	if iosJTI == "" || androidJTI == "" {
@@ -71,18 +69,18 @@ func TestPasswordChangeAndLogoutAll(t *testing.T) {
 	if want := []string{"pat/1/", "pat/10/", "pat/2/", "pat/3/", "pat/4/", "pat/6/", "pat/7/", "pat/8/", "pat/9/"}; !slices.Equal(calls, want) {
 		t.Fatalf("OnLogout calls %v, want %v", calls, want)
 	}
-	wantErr(t, e.do(t, "POST", "/auth/login", `{"user_id":"pat","password":"old-secret-1","platform_id":1}`, ""), wire.ReasonBadCredentials, "")
+	expectErr(t, e.do(t, "POST", "/auth/login", `{"user_id":"pat","password":"old-secret-1","platform_id":1}`, ""), wire.ReasonBadCredentials, "")
 	ios = e.login(t, "pat", "new-secret-2", 1)
 
 	// Log out everywhere: the presented token too.
 	r = e.do(t, "POST", "/auth/logout_all", "", ios.Token)
-	wantOK(t, r)
+	expectOK(t, r)
 	r.decode(t, &n)
 	if n.Revoked != 2 {
 		t.Fatalf("logout_all revoked %d tokens, want 2 (web and ios)", n.Revoked)
 	}
 	for _, tok := range []string{web.Token, ios.Token} {
-		wantErr(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
+		expectErr(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
 	}
 	// One call that closes every session of the user, both token kinds.
 	if calls := e.logout.get(); len(calls) != 10 || calls[9] != "pat/0/" {
@@ -92,45 +90,42 @@ func TestPasswordChangeAndLogoutAll(t *testing.T) {
 
 // TestRegisterReservedAndCaseVariants: "all" and the other reserved IDs
 // cannot register in any letter case, and an ID that differs from a
-// registered one only in case is user_exists (issue 13 item 15).
+// registered one only in case is user_exists.
 func TestRegisterReservedAndCaseVariants(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newAccountEnv(t)
 	for _, id := range []string{"all", "ALL", "everyone", "System", "admin"} {
-		wantErr(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"X","password":"plum-tart-9"}`, ""), wire.ReasonBadRequest, "user_id")
+		expectErr(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"X","password":"plum-tart-9"}`, ""), wire.ReasonBadRequest, "user_id")
 	}
-	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"Alice","nickname":"A","password":"plum-tart-9"}`, ""))
+	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"Alice","nickname":"A","password":"plum-tart-9"}`, ""))
 	for _, id := range []string{"alice", "ALICE"} {
-		wantErr(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"A","password":"plum-tart-9"}`, ""), wire.ReasonUserExists, "")
+		expectErr(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"A","password":"plum-tart-9"}`, ""), wire.ReasonUserExists, "")
 	}
 	// Stored as given: logging in takes the exact ID.
 	e.login(t, "Alice", "plum-tart-9", 5)
-	wantErr(t, e.do(t, "POST", "/auth/login", `{"user_id":"alice","password":"plum-tart-9","platform_id":5}`, ""), wire.ReasonBadCredentials, "")
+	expectErr(t, e.do(t, "POST", "/auth/login", `{"user_id":"alice","password":"plum-tart-9","platform_id":5}`, ""), wire.ReasonBadCredentials, "")
 }
 
 // TestRevokeAllCutsExternalTokens: a password change and "log out
 // everywhere" also cut tokens the app signed (auth.external_jwt, HS256
 // here), on HTTP and in the WebSocket checks (handshake and periodic), as
-// the server API's revoke does (issue 13 #14). A password change made with
+// the server API's revoke does. A password change made with
 // an app-signed token keeps that token and no other, Nexo's included.
 func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	t.Parallel()
 	const extSecret = "app-secret-0123456789abcdef0123456789"
-	db := storetest.MySQL(t)
-	rdb, prefix := storetest.Redis(t)
-	e := &env{db: db, rdb: rdb, keys: store.Keys{Prefix: prefix}, logout: &logoutRecorder{}}
-	tokens := store.NewTokens(rdb, e.keys)
 	var verifier *auth.Verifier
-	e.srv = newServer(t, testConfig(), db, rdb, e.keys, e.logout.record, func(d *gateway.Deps) {
+	e := newAccountEnv(t, func(w *accountWiring) {
 		cfg := configs.Default().Auth.ExternalJWT
 		cfg.Enabled, cfg.Secret = true, extSecret
-		ext, err := auth.NewExternal(context.Background(), cfg, tokens, nil, slog.New(slog.DiscardHandler))
+		ext, err := auth.NewExternal(context.Background(), cfg, w.tokens, nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
-		d.Verifier.UseExternal(ext)
-		verifier = d.Verifier
+		w.gw.Verifier.UseExternal(ext)
+		verifier = w.gw.Verifier
 	})
+	tokens := store.NewTokens(e.rdb, e.keys)
 	ctx := context.Background()
 	n := 0
 	// appToken signs a token as the app's backend would; iat is offset
@@ -174,7 +169,7 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	}
 	register := func(user string) {
 		t.Helper()
-		wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"`+user+`","nickname":"E","password":"old-secret-1"}`, ""))
+		expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"`+user+`","nickname":"E","password":"old-secret-1"}`, ""))
 	}
 	const change = `{"old_password":"old-secret-1","new_password":"new-secret-2"}`
 
@@ -184,12 +179,12 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	a, b := appToken("ext1", 1, -10*time.Second), appToken("ext1", 1, -10*time.Second)
 	aClaims, bClaims := claimsOf(a), claimsOf(b)
 	for _, tok := range []string{a, b, web.Token} {
-		wantOK(t, e.do(t, "GET", "/user/info", "", tok))
+		expectOK(t, e.do(t, "GET", "/user/info", "", tok))
 	}
-	wantOK(t, e.do(t, "POST", "/user/password", change, a))
-	wantOK(t, e.do(t, "GET", "/user/info", "", a))
-	wantErr(t, e.do(t, "GET", "/user/info", "", b), wire.ReasonTokenRevoked, "")
-	wantErr(t, e.do(t, "GET", "/user/info", "", web.Token), wire.ReasonTokenRevoked, "")
+	expectOK(t, e.do(t, "POST", "/user/password", change, a))
+	expectOK(t, e.do(t, "GET", "/user/info", "", a))
+	expectErr(t, e.do(t, "GET", "/user/info", "", b), wire.ReasonTokenRevoked, "")
+	expectErr(t, e.do(t, "GET", "/user/info", "", web.Token), wire.ReasonTokenRevoked, "")
 	if !wsCheck(a, aClaims) || wsCheck(b, bClaims) {
 		t.Fatal("WebSocket checks: a must pass and b fail after a's password change")
 	}
@@ -205,9 +200,9 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	web = e.login(t, "ext2", "old-secret-1", 5)
 	c := appToken("ext2", 1, -10*time.Second)
 	cClaims := claimsOf(c)
-	wantOK(t, e.do(t, "POST", "/user/password", change, web.Token))
-	wantOK(t, e.do(t, "GET", "/user/info", "", web.Token))
-	wantErr(t, e.do(t, "GET", "/user/info", "", c), wire.ReasonTokenRevoked, "")
+	expectOK(t, e.do(t, "POST", "/user/password", change, web.Token))
+	expectOK(t, e.do(t, "GET", "/user/info", "", web.Token))
+	expectErr(t, e.do(t, "GET", "/user/info", "", c), wire.ReasonTokenRevoked, "")
 	if wsCheck(c, cClaims) {
 		t.Fatal("WebSocket checks: c must fail after the change")
 	}
@@ -218,9 +213,9 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	web = e.login(t, "ext3", "old-secret-1", 5)
 	d, f := appToken("ext3", 2, -10*time.Second), appToken("ext3", 3, -10*time.Second)
 	dClaims := claimsOf(d)
-	wantOK(t, e.do(t, "POST", "/auth/logout_all", "", d))
+	expectOK(t, e.do(t, "POST", "/auth/logout_all", "", d))
 	for _, tok := range []string{d, f, web.Token} {
-		wantErr(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
+		expectErr(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
 	}
 	if wsCheck(d, dClaims) {
 		t.Fatal("WebSocket checks: d must fail after logout_all")
@@ -229,5 +224,5 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 		t.Fatalf("OnLogout calls %v, want the last to close every session of ext3 (ext3/0/)", calls)
 	}
 	// A token the app signs after the revocation works.
-	wantOK(t, e.do(t, "GET", "/user/info", "", appToken("ext3", 1, 2*time.Second)))
+	expectOK(t, e.do(t, "GET", "/user/info", "", appToken("ext3", 1, 2*time.Second)))
 }

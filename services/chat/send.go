@@ -352,34 +352,32 @@ func (s *Service) fallback(ctx context.Context, mode configs.TwoPhase, m *domain
 
 // persist saves one message in the request path and, when it is new,
 // queues its pushes. It returns the stored message: the original one when
-// the database already held this client_msg_id.
+// the database already held this client_msg_id. A seq the database finds
+// taken is replaced by store.Resequence (the save stage's policy too); an
+// allocator it could not retire is retired before the conversation's next
+// send (retireAfterOutage).
 func (s *Service) persist(ctx context.Context, m *domain.Message, originConn string) (domain.Message, error) {
-	for attempt := 0; ; attempt++ {
-		res, err := s.saver.SaveBatch(ctx, []domain.Message{*m})
-		if err != nil {
-			return domain.Message{}, fmt.Errorf("save %s: %w", m.ServerMsgID, err)
-		}
-		switch res[0].Outcome {
-		case store.Saved:
-			s.fanout.Deliver(m, originConn)
-			s.afterSave(ctx, res[0].Original, true)
-			return *m, nil
-		case store.Duplicate:
-			s.metrics.dbDuplicates.Inc()
-			return res[0].Original, nil
-		}
-		// SeqTaken: the seq was issued twice (Redis lost writes); take a
-		// fresh one from the database.
-		if attempt > 2 {
-			return domain.Message{}, fmt.Errorf("save %s: seq %d taken repeatedly", m.ServerMsgID, m.Seq)
-		}
-		lease, err := s.leaser.Lease(ctx, m.ConversationID, 1)
-		if err != nil {
+	res, err := s.saver.SaveBatch(ctx, []domain.Message{*m})
+	if err != nil {
+		return domain.Message{}, fmt.Errorf("save %s: %w", m.ServerMsgID, err)
+	}
+	r := res[0]
+	if r.Outcome == store.SeqTaken {
+		var notRetired error
+		if r, notRetired, err = store.Resequence(ctx, s.saver, s.leaser, s.accept, m); err != nil {
 			return domain.Message{}, err
 		}
-		m.Seq = lease.Ceiling
-		s.noteFallback(m.ConversationID, m.Seq)
+		if notRetired != nil {
+			s.noteFallback(m.ConversationID, m.Seq)
+		}
 	}
+	if r.Outcome == store.Duplicate {
+		s.metrics.dbDuplicates.Inc()
+		return r.Original, nil
+	}
+	s.fanout.Deliver(m, originConn)
+	s.afterSave(ctx, r.Original, true)
+	return *m, nil
 }
 
 // afterSave tells the AfterSave hook; on the synchronous path a failure

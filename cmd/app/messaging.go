@@ -56,6 +56,9 @@ func (a *App) buildWebSocket(context.Context) error {
 	return nil
 }
 
+// chat.Pusher is the stages' Pusher.
+var _ workers.Pusher = (*chat.Pusher)(nil)
+
 // buildMessaging wires the message pipeline: the accept step, the save and
 // deliver stages on every shard, the message service and its routes, and
 // mounts /ws (after every WS handler is registered).
@@ -64,7 +67,9 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
-	pusher := chat.NewPusher(a.router, a.log)
+	// The pipeline's pushes, encoded by the gateway and routed to the
+	// instance holding each connection (a.router wraps the local registry).
+	pusher := chat.NewPusher(ws.NewPushes(a.router, a.log))
 
 	m := workers.NewMetrics(a.metrics)
 	audit := a.audit

@@ -112,6 +112,14 @@ func (r *benchRegistry) Online(userID string) bool {
 	return len(sh.conns[userID]) > 0
 }
 
+// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
+// pushes under test go to users, not to one connection.
+func (r *benchRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
+	return r.PushToUser(ctx, userID, f, "") > 0
+}
+
+func (r *benchRegistry) ConnCount() int { return 0 }
+
 func percentile(d []time.Duration, p float64) time.Duration {
 	slices.Sort(d)
 	return d[min(len(d)-1, int(float64(len(d))*p))]
@@ -207,7 +215,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 	cfg.Save.BatchWait = 0
 	seqs, msgs := store.NewSeqRepo(e.db), store.NewMessageRepo(e.db)
 	acc := streams.NewAccepter(e.rdb, keys, seqs, 1000, time.Hour)
-	pusher := chat.NewPusher(registry, quiet)
+	pusher := chat.NewPusher(ws.NewPushes(registry, quiet))
 	svc := chat.NewService(chat.Deps{Mode: chat.NewMode(cfg.TwoPhase), Msg: cfg.Msg, Accepter: acc, Saver: msgs, Leaser: seqs,
 		Users: e.users, Groups: members, Fanout: chat.NewAsyncFanout(16, 1, pusher, fanout, nil, nil, quiet), Log: quiet})
 	m := workers.NewMetrics(nil)

@@ -171,6 +171,14 @@ func (r *fakeRegistry) Online(userID string) bool {
 	return len(r.conns[userID]) > 0
 }
 
+// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
+// pushes under test go to users, not to one connection.
+func (r *fakeRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
+	return r.PushToUser(ctx, userID, f, "") > 0
+}
+
+func (r *fakeRegistry) ConnCount() int { return 0 }
+
 // frames returns a copy of what user received.
 func (r *fakeRegistry) frames(user string) []frame {
 	r.mu.Lock()

@@ -201,7 +201,7 @@ func (f *Fanout) frame(mode string, m *domain.Message) (ws.Frame, error) {
 	} else {
 		fr, err = ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(m)})
 	}
-	return fr.WithMsg(chat.MsgRef(m)), err
+	return fr.WithMsg(domain.RefOf(m)), err
 }
 
 // push hands frame to users' connections with at most cfg.Workers

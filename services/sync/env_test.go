@@ -90,6 +90,14 @@ func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.F
 
 func (r *fakeRegistry) Online(string) bool { return true }
 
+// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
+// pushes under test go to users, not to one connection.
+func (r *fakeRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
+	return r.PushToUser(ctx, userID, f, "") > 0
+}
+
+func (r *fakeRegistry) ConnCount() int { return 0 }
+
 // pushes returns user's pushes of code so far.
 func (r *fakeRegistry) pushes(user string, code int) []push {
 	r.mu.Lock()
@@ -196,7 +204,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	cache := store.NewGroupCache(rdb, e.keys, cfg.Group.MemberCacheTTL)
 	e.members = group.NewMembers(groupRepo, cache, cfg.Group, nil, quiet)
 	fanout := group.NewFanout(e.members, e.reg, cfg.Group.Push, nil, quiet)
-	pusher := chat.NewPusher(e.reg, quiet)
+	pusher := chat.NewPusher(ws.NewPushes(e.reg, quiet))
 	e.accepter = streams.NewAccepter(rdb, e.skeys, e.seqs, 100, time.Hour)
 	// A TTL far beyond any test: a setting reaches the pushes through the
 	// invalidation in Conversations.Update, not through expiry.

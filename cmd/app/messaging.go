@@ -167,7 +167,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
 	svc := chat.NewService(chat.Deps{
-		Mode: a.mode, Msg: a.cfg.Msg, Accepter: sync.NewMentionGate(accepter, members), Saver: msgs, Leaser: seqs, Users: a.users,
+		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
 		Hook: hooks.beforeSend(), After: hooks.chatAfter(), DeadSenders: deadSenders,
 	})

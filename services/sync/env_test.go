@@ -211,7 +211,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	e.noPush = sync.NewNoPushCache(e.convRepo, time.Hour, quiet)
 	e.async = chat.NewAsyncFanout(4096, 2, pusher, fanout, e.noPush, nil, quiet)
 	e.chat = chat.NewService(chat.Deps{Mode: chat.NewMode(o.mode), Msg: cfg.Msg,
-		Accepter: sync.NewMentionGate(e.accepter, e.members), Saver: e.msgs, Leaser: e.seqs,
+		Accepter: e.accepter, Saver: e.msgs, Leaser: e.seqs,
 		Users: users, Groups: e.members, Fanout: e.async, Originals: e.msgs, Log: quiet})
 	e.puller = chat.NewPuller(e.msgs, e.seqs, e.members, streams.NewInFlightReader(rdb, e.skeys))
 	e.groups = group.NewService(group.Deps{Config: cfg.Group, Groups: groupRepo, Users: users, Members: e.members,

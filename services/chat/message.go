@@ -1,8 +1,10 @@
-// Package chat is the message service behind WS 1003/1005 and
-// /msg/send, /msg/pull: it validates a send, checks the sender may send,
-// runs the accept step (two-phase) or the synchronous path, answers the ACK,
-// and serves pulls. It also implements the workers' Pusher over the
-// connection registry. docs/pipeline.md and docs/protocol.md describe it.
+// Package chat is the message service behind WS 1003/1005/1002 and
+// /msg/send, /msg/pull, /msg/pull_by_seqs (gateway/routes/chat.go): it
+// validates a send, checks the sender may send to the conversation and
+// mention whom it names, runs the accept step (two-phase) or the
+// synchronous path, answers the ACK, and serves pulls. Its Pusher makes
+// the pipeline's pushes (workers.Pusher). docs/pipeline.md and
+// docs/protocol.md describe it.
 package chat
 
 import (

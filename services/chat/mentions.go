@@ -11,9 +11,9 @@ import (
 // checkMentions checks m.AtUserIDs against the conversation (their shape
 // was checked with the request): in a group each ID must be an active
 // member, and AtAll is for the owner and admins only; in single chat only
-// the two parties may be mentioned. It runs after authorize, before
-// before_send and before anything is allocated, so the app's webhook never
-// sees a send that is refused anyway. Errors: bad_request naming the ID,
+// the two parties may be mentioned. It runs after authorize and the check
+// for a saved original, before before_send and before anything is
+// allocated, so the app's webhook never sees a send refused anyway. Errors: bad_request naming the ID,
 // forbidden for @all by a plain member, or the member lookup's error.
 func (s *Service) checkMentions(ctx context.Context, m *domain.Message) error {
 	if len(m.AtUserIDs) == 0 {

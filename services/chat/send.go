@@ -153,11 +153,10 @@ func NewService(d Deps) *Service {
 
 // Send validates req from sender (the token's user, never a frame field),
 // checks permission and mentions, asks before_send, and then — two-phase —
-// runs the accept step and
-// answers ACK(accepted), or — two-phase off, or Redis unreachable with
-// fail_open — persists in the request path and answers ACK(saved). A retry
-// of the same client_msg_id answers the original's ACK (ack_type saved once
-// it is saved). from.ConnID is the sending connection ("" for HTTP); its
+// runs the accept step and answers ACK(accepted), or — two-phase off, or
+// Redis unreachable with fail_open — persists in the request path and
+// answers ACK(saved). A retry of the same client_msg_id answers the
+// original's ACK (ack_type saved once it is saved). from.ConnID is the sending connection ("" for HTTP); its
 // pushes skip it. Errors are domain errors (bad_request, body_too_long,
 // user_not_found, not_group_member, member_not_active, group_dismissed,
 // forbidden for @all by a plain member, message_rejected, server_busy,
@@ -175,14 +174,14 @@ func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJS
 	if err := s.authorize(ctx, &m); err != nil {
 		return AckJSON{}, err
 	}
-	if err := s.checkMentions(ctx, &m); err != nil {
-		return AckJSON{}, err
-	}
-	// A retry of a saved message is answered before the before_send hook:
-	// the message was already approved and sent.
+	// A retry of a saved message is answered before the mention check and
+	// the before_send hook: the message was already approved and sent.
 	if ack, ok := s.savedOriginal(ctx, &m); ok {
 		s.metrics.observe(ack.AckType, time.Since(began))
 		return ack, nil
+	}
+	if err := s.checkMentions(ctx, &m); err != nil {
+		return AckJSON{}, err
 	}
 	if s.hook != nil {
 		if err := s.hook.BeforeSend(ctx, &m); err != nil {

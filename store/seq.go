@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"gorm.io/gorm"
@@ -111,4 +112,68 @@ func (r *SeqRepo) ReturnLease(ctx context.Context, conversationID string, issued
 		return fmt.Errorf("return lease of %s: %w", conversationID, err)
 	}
 	return nil
+}
+
+// BatchSaver saves messages (MessageRepo.SaveBatch).
+type BatchSaver interface {
+	SaveBatch(ctx context.Context, msgs []domain.Message) ([]SaveResult, error)
+}
+
+// SeqLeaser leases seqs from the database (SeqRepo.Lease).
+type SeqLeaser interface {
+	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
+}
+
+// AllocatorRetirer moves a conversation's Redis seq allocator above seq, so
+// the seqs it issues next come after a seq issued around it
+// (streams.Accepter.Retire).
+type AllocatorRetirer interface {
+	Retire(ctx context.Context, conversationID string, seq int64) error
+}
+
+// ErrSeqTakenAgain is Resequence's error when every fresh seq it tried
+// was taken as well.
+var ErrSeqTakenAgain = errors.New("seq taken again")
+
+// resequenceAttempts is how many fresh seqs Resequence tries.
+const resequenceAttempts = 3
+
+// Resequence saves m, which SaveBatch answered SeqTaken (its seq holds
+// another message: Redis handed the seq out twice after a failover lost
+// writes), at a fresh seq. It is the one SeqTaken policy, of the save stage
+// and of the synchronous path alike:
+//
+//   - the fresh seq is leased from the database (seqs.Lease of one), above
+//     every seq any Redis allocator was ever leased, so no other message
+//     can be given it;
+//   - the Redis allocator is retired above it at once, before the save
+//     (alloc.Retire), so the seqs Redis issues next come after it;
+//   - m is saved at it; should that seq be taken too (a database that lost
+//     its leases), another is leased, up to three in all, then the error is
+//     ErrSeqTakenAgain.
+//
+// m.Seq is left at the last seq tried. res is SaveBatch's result for m at
+// its new seq: Saved, or Duplicate when the original of its client_msg_id
+// was saved meanwhile. A Retire that fails does not stop the save — the
+// leased seq is unique without it; only the order of the seqs Redis issues
+// next is at stake — and comes back as notRetired, for the caller to log
+// or to retry before the conversation's next seq. err is a lease or save
+// failure (m is then not saved) or ErrSeqTakenAgain.
+func Resequence(ctx context.Context, msgs BatchSaver, seqs SeqLeaser, alloc AllocatorRetirer, m *domain.Message) (res SaveResult, notRetired, err error) {
+	for range resequenceAttempts {
+		lease, err := seqs.Lease(ctx, m.ConversationID, 1)
+		if err != nil {
+			return SaveResult{}, notRetired, fmt.Errorf("resequence %s: %w", m.ServerMsgID, err)
+		}
+		m.Seq = lease.Ceiling
+		notRetired = alloc.Retire(ctx, m.ConversationID, m.Seq)
+		saved, err := msgs.SaveBatch(ctx, []domain.Message{*m})
+		if err != nil {
+			return SaveResult{}, notRetired, fmt.Errorf("resequence %s to seq %d: %w", m.ServerMsgID, m.Seq, err)
+		}
+		if saved[0].Outcome != SeqTaken {
+			return saved[0], notRetired, nil
+		}
+	}
+	return SaveResult{}, notRetired, fmt.Errorf("resequence %s: %d fresh seqs, the last %d: %w", m.ServerMsgID, resequenceAttempts, m.Seq, ErrSeqTakenAgain)
 }

@@ -22,7 +22,7 @@ type GroupFanout interface {
 
 // PushFilter tells whether a user wants no push for a single chat
 // (recv_msg_opt 1). It is read for every single-chat message, so an
-// implementation answers from memory (gateway/state.NoPushCache).
+// implementation answers from memory (services/sync.NoPushCache).
 type PushFilter interface {
 	NoPush(ctx context.Context, userID, conversationID string) bool
 }
@@ -59,7 +59,7 @@ type DeliverDeps struct {
 	// DeadMaxBody caps the body kept in a dead-letter entry
 	// (streams.dead_max_body_bytes); 0 means 1024.
 	DeadMaxBody int
-	Audit       *domain.Audit // nil: no audit lines (issue 15 item 3)
+	Audit       *domain.Audit // nil: no audit lines
 }
 
 // NewDeliverHandler returns the deliver stage.

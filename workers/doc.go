@@ -12,8 +12,10 @@ import (
 	"github.com/nexo-im/nexo/domain"
 )
 
-// Pusher reaches online connections. The gateway implements it; pushes are
-// best-effort and at-least-once (clients dedupe by (conversation_id, seq)).
+// Pusher reaches online connections. Its implementation is
+// services/chat.Pusher (wired by cmd/app over the gateway's ws.Pushes);
+// pushes are best-effort and at-least-once (clients dedupe by
+// (conversation_id, seq)).
 type Pusher interface {
 	// PushMessage sends m as a 2001 push to every online connection of
 	// userIDs except the connection exceptConn ("" for none).

@@ -2,7 +2,6 @@ package workers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -22,13 +21,14 @@ type MessageSaver interface {
 	SaveFailed(ctx context.Context, m domain.Message) error
 }
 
-// Resequencer moves a message whose seq turned out taken to a fresh seq:
-// Lease is store.SeqRepo's, Retire streams.Accepter's.
+// Resequencer leases the fresh seq of a message whose seq turned out
+// taken (store.SeqRepo), for store.Resequence.
 type Resequencer interface {
 	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
 }
 
-// AllocatorRetirer keeps the Redis allocator above seqs issued around it.
+// AllocatorRetirer keeps the Redis allocator above seqs issued around it
+// (streams.Accepter), for store.Resequence.
 type AllocatorRetirer interface {
 	Retire(ctx context.Context, conversationID string, seq int64) error
 }
@@ -103,8 +103,6 @@ func NewSaveHandler(d SaveDeps) *SaveHandler {
 	}
 }
 
-var errSeqTakenAgain = errors.New("seq taken again")
-
 // Handle saves one batch of shard's to_save stream. It returns an error only
 // when the batch must be retried as a whole (the database is unreachable,
 // a deadlock, Redis failed at commit): everything it did is idempotent.
@@ -171,10 +169,9 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		}
 		r := results[i]
 		if r.Outcome == store.SeqTaken {
-			if err := h.resequence(ctx, e); err != nil {
+			if r, err = h.resequence(ctx, e); err != nil {
 				return err
 			}
-			r.Outcome, r.Original = store.Saved, e.Msg
 		}
 		idem := streams.IdemSaved{Key: h.keys.Idem(shard, e.Msg.SenderID, e.Msg.ClientMsgID)}
 		orig := r.Original
@@ -261,29 +258,21 @@ func (h *SaveHandler) saveAll(ctx context.Context, entries []streams.Entry) ([]s
 	return results, failed, nil
 }
 
-// resequence gives a message whose seq another message holds (Redis handed
-// a seq out twice after a failover lost writes) a fresh seq from the
-// database, moves the Redis allocator above it and saves it there. Its
-// ACK(saved) then names the new seq.
-func (h *SaveHandler) resequence(ctx context.Context, e *streams.Entry) error {
-	lease, err := h.seqs.Lease(ctx, e.Msg.ConversationID, 1)
+// resequence saves an entry whose seq another message holds at a fresh
+// seq (store.Resequence, the one SeqTaken policy): its ACK(saved) then
+// names the new seq. An allocator that could not be retired is logged.
+func (h *SaveHandler) resequence(ctx context.Context, e *streams.Entry) (store.SaveResult, error) {
+	taken := e.Msg.Seq
+	res, notRetired, err := store.Resequence(ctx, h.msgs, h.seqs, h.alloc, &e.Msg)
 	if err != nil {
-		return fmt.Errorf("resequence %s: %w", e.Msg.ServerMsgID, err)
+		return res, err
 	}
 	h.log.Warn("seq already taken by another message: resequenced", "server_msg_id", e.Msg.ServerMsgID,
-		"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "new_seq", lease.Ceiling)
-	e.Msg.Seq = lease.Ceiling
-	if err := h.alloc.Retire(ctx, e.Msg.ConversationID, lease.Ceiling); err != nil {
-		h.log.Warn("resequence: could not retire the Redis allocator", "conversation_id", e.Msg.ConversationID, "err", err)
+		"conversation_id", e.Msg.ConversationID, "seq", taken, "new_seq", e.Msg.Seq)
+	if notRetired != nil {
+		h.log.Warn("resequence: could not retire the Redis allocator", "conversation_id", e.Msg.ConversationID, "err", notRetired)
 	}
-	res, err := h.msgs.SaveBatch(ctx, []domain.Message{e.Msg})
-	if err != nil {
-		return fmt.Errorf("resequence %s: %w", e.Msg.ServerMsgID, err)
-	}
-	if res[0].Outcome == store.SeqTaken {
-		return fmt.Errorf("resequence %s to %d: %w", e.Msg.ServerMsgID, e.Msg.Seq, errSeqTakenAgain)
-	}
-	return nil
+	return res, nil
 }
 
 // deadLetter parks an entry that failed save.max_attempts times: a failed
@@ -345,5 +334,5 @@ func deadMaxBody(n int) int {
 
 // newDeadLines is the rate-limited log of the stages' dead-letter and
 // retry lines: 10 at once, then 1 a second, the rest counted (a stream of
-// poison messages once wrote 6,512 lines a second; issue 13 #1).
+// poison messages once wrote 6,512 lines a second).
 func newDeadLines(log *slog.Logger) *domain.RateLog { return domain.NewRateLog(log, 1, 10) }

@@ -57,6 +57,9 @@ func (a *App) buildWebSocket(context.Context) error {
 	return nil
 }
 
+// chat.Pusher is the stages' Pusher.
+var _ workers.Pusher = (*chat.Pusher)(nil)
+
 // buildMessaging wires the message pipeline: the accept step, the save and
 // deliver stages on every shard, the message service and its routes, and
 // mounts /ws (after every WS handler is registered).
@@ -65,7 +68,9 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
-	pusher := chat.NewPusher(a.router, a.log)
+	// The pipeline's pushes, encoded by the gateway and routed to the
+	// instance holding each connection (a.router wraps the local registry).
+	pusher := chat.NewPusher(ws.NewPushes(a.router, a.log))
 
 	m := workers.NewMetrics(a.metrics)
 	audit := a.audit
@@ -163,13 +168,13 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
 	svc := chat.NewService(chat.Deps{
-		Mode: a.mode, Msg: a.cfg.Msg, Accepter: sync.NewMentionGate(accepter, members), Saver: msgs, Leaser: seqs, Users: a.users,
+		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
 		Hook: hooks.beforeSend(), After: hooks.chatAfter(), DeadSenders: deadSenders,
 	})
 	inflight := streams.NewInFlightReader(a.rdb, keys)
 	puller := chat.NewPuller(msgs, seqs, members, inflight)
-	chat.NewHandlers(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
+	routes.NewChat(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
 
 	a.chat, a.members = svc, members
 	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,

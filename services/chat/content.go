@@ -7,7 +7,7 @@ import (
 
 // What the message store refuses, checked at accept so a message it would
 // refuse is answered bad_request (or body_too_long) before a seq is issued
-// instead of being accepted, retried and dead-lettered (issue 13 #1). The
+// instead of being accepted, retried and dead-lettered. The
 // rules are MariaDB's, measured on 10.11 with JSON_VALID, the check behind
 // its JSON columns; they are applied on every backend (SQLite stores any
 // text), so what one backend accepts another does too and every client's

@@ -114,10 +114,10 @@ func TestValidationMatchesStore(t *testing.T) {
 }
 
 // BenchmarkCheckStorableJSON is the accept-time content check's cost per
-// message (issue 13's 3 % budget): a 64-byte text as nexo-bench sends it,
-// and a 1 KiB content.custom nested 8 deep. Run:
+// message, which must stay a small part of a send's: a 64-byte text as
+// nexo-bench sends it, and a 1 KiB content.custom nested 8 deep. Run:
 //
-//	go test -run '^$' -bench CheckStorableJSON ./gateway/chat
+//	go test -run '^$' -bench CheckStorableJSON ./services/chat
 func BenchmarkCheckStorableJSON(b *testing.B) {
 	for _, c := range []struct{ name, js string }{
 		{"text-64B", `{"text":"` + strings.Repeat("x", 64) + `"}`},

@@ -2,7 +2,6 @@ package chat
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"log/slog"
 	"sync"
@@ -10,33 +9,29 @@ import (
 	"time"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/ws"
 )
 
-// seqRecorder is a Registry that records the seq of every 2001 it pushes,
-// per conversation, and is slow on odd seqs so that a second worker would
-// overtake.
+// seqRecorder is the Connections that records the seq of every 2001 it
+// pushes, per conversation, and is slow on odd seqs so that a second
+// worker would overtake.
 type seqRecorder struct {
 	mu   sync.Mutex
 	seqs map[string][]int64
 	n    int
 }
 
-func (r *seqRecorder) PushToUser(ctx context.Context, userID string, f ws.Frame, exceptConn string) int {
-	return r.PushToUsers(ctx, []string{userID}, f, exceptConn)
+func (r *seqRecorder) PushToUser(ctx context.Context, userID string, p domain.Push, exceptConn string) int {
+	return r.PushToUsers(ctx, []string{userID}, p, exceptConn)
 }
 
-func (r *seqRecorder) PushToUsers(_ context.Context, _ []string, f ws.Frame, _ string) int {
-	var fr struct {
-		Data MessageJSON `json:"data"`
-	}
-	_ = json.Unmarshal(f.Bytes(), &fr)
-	if fr.Data.Seq%2 == 1 {
+func (r *seqRecorder) PushToUsers(_ context.Context, _ []string, p domain.Push, _ string) int {
+	m := p.Data.(MessageJSON)
+	if m.Seq%2 == 1 {
 		time.Sleep(100 * time.Microsecond) // makes overtaking likely; not synchronisation
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.seqs[fr.Data.ConversationID] = append(r.seqs[fr.Data.ConversationID], fr.Data.Seq)
+	r.seqs[m.ConversationID] = append(r.seqs[m.ConversationID], m.Seq)
 	r.n++
 	return 1
 }
@@ -53,7 +48,7 @@ func (r *seqRecorder) count() int {
 func TestAsyncFanoutKeepsConversationOrder(t *testing.T) {
 	rec := &seqRecorder{seqs: map[string][]int64{}}
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	a := NewAsyncFanout(4096, 8, NewPusher(rec, quiet), nil, nil, nil, quiet)
+	a := NewAsyncFanout(4096, 8, NewPusher(rec), nil, nil, nil, quiet)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { _ = a.Run(ctx); close(done) }()

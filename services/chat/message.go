@@ -1,8 +1,10 @@
-// Package chat is the message service behind WS 1003/1005 and
-// /msg/send, /msg/pull: it validates a send, checks the sender may send,
-// runs the accept step (two-phase) or the synchronous path, answers the ACK,
-// and serves pulls. It also implements the workers' Pusher over the
-// connection registry. docs/pipeline.md and docs/protocol.md describe it.
+// Package chat is the message service behind WS 1003/1005/1002 and
+// /msg/send, /msg/pull, /msg/pull_by_seqs (gateway/routes/chat.go): it
+// validates a send, checks the sender may send to the conversation and
+// mention whom it names, runs the accept step (two-phase) or the
+// synchronous path, answers the ACK, and serves pulls. Its Pusher makes
+// the pipeline's pushes (workers.Pusher). docs/pipeline.md and
+// docs/protocol.md describe it.
 package chat
 
 import (
@@ -96,7 +98,7 @@ type AckJSON struct {
 
 // Limits beyond msg.max_body_bytes.
 const (
-	maxClientMsgIDLen = 64
+	maxClientMsgIDLen = 64  // messages.client_msg_id is VARCHAR(64): characters
 	maxRefLen         = 512 // image/video/audio/file references: VARCHAR(512)
 	maxAtUsers        = 100
 	// AtAll in at_user_ids mentions everyone (owners and admins only).
@@ -108,8 +110,11 @@ const (
 // msg.max_body_bytes.
 func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, error) {
 	var m domain.Message
-	if n := len(r.ClientMsgID); n == 0 || n > maxClientMsgIDLen || !utf8.ValidString(r.ClientMsgID) || hasControl(r.ClientMsgID) {
-		return m, domain.BadField("client_msg_id", "required, 1-%d printable characters", maxClientMsgIDLen)
+	if err := domain.CheckLen("client_msg_id", r.ClientMsgID, 1, maxClientMsgIDLen); err != nil {
+		return m, err
+	}
+	if hasControl(r.ClientMsgID) {
+		return m, domain.BadField("client_msg_id", "must be printable characters (no control characters)")
 	}
 	if domain.IsReservedClientMsgID(r.ClientMsgID) {
 		return m, domain.BadField("client_msg_id", "the prefix %q is reserved for the server's own messages", domain.SystemClientMsgIDPrefix)

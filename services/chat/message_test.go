@@ -26,7 +26,7 @@ func TestSendRequestValidation(t *testing.T) {
 		{"missing client_msg_id", func(r *SendRequest) { r.ClientMsgID = "" }, wire.ReasonBadRequest, "client_msg_id"},
 		{"long client_msg_id", func(r *SendRequest) { r.ClientMsgID = strings.Repeat("x", 65) }, wire.ReasonBadRequest, "client_msg_id"},
 		{"control char in client_msg_id", func(r *SendRequest) { r.ClientMsgID = "a\nb" }, wire.ReasonBadRequest, "client_msg_id"},
-		// The server's namespace (issue 13 item 8): a sender must not take a
+		// The server's namespace: a sender must not take a
 		// recall notice's idempotency key first.
 		{"sys:revoke client_msg_id", func(r *SendRequest) { r.ClientMsgID = "sys:revoke:0193a4c2" }, wire.ReasonBadRequest, "client_msg_id"},
 		{"sys: client_msg_id", func(r *SendRequest) { r.ClientMsgID = "sys:x" }, wire.ReasonBadRequest, "client_msg_id"},
@@ -114,7 +114,7 @@ func TestFillRangeAddsPlaceholdersInOrder(t *testing.T) {
 }
 
 // TestPullBySeqsRefusesLongLists: over MaxPullLimit seqs is bad_request
-// naming seqs, not a silent cut (issue 13 item 19).
+// naming seqs, not a silent cut.
 func TestPullBySeqsRefusesLongLists(t *testing.T) {
 	seqs := make([]int64, MaxPullLimit+1)
 	for i := range seqs {
@@ -136,7 +136,7 @@ type gateFunc func(string) time.Duration
 
 func (f gateFunc) Blocked(sender string) time.Duration { return f(sender) }
 
-// TestBlockedSenderRefusedBeforeASeq (issue 13 #1): a sender blocked for
+// TestBlockedSenderRefusedBeforeASeq: a sender blocked for
 // repeated dead letters is refused with too_many_requests and the rest of
 // the block as retry-after, before anything else is asked (the service
 // here has no accepter or store: reaching them would panic); a malformed

@@ -8,7 +8,8 @@ import (
 	"github.com/nexo-im/nexo/domain"
 )
 
-// MaxPullLimit caps one pull (seed design §3.4.3); larger asks are clamped.
+// MaxPullLimit caps one pull: a range pull asking for more is clamped, a
+// pull by seqs naming more is refused.
 const MaxPullLimit = 100
 
 // Reader reads stored messages (store.MessageRepo).
@@ -66,6 +67,35 @@ type PullRequest struct {
 	BeginSeq       int64  `json:"begin_seq" query:"begin_seq"`
 	EndSeq         int64  `json:"end_seq" query:"end_seq"`
 	Limit          int    `json:"limit" query:"limit"`
+}
+
+// Validate implements api.Validator.
+func (r *PullRequest) Validate() error {
+	if r.ConversationID == "" {
+		return domain.BadField("conversation_id", "required")
+	}
+	return nil
+}
+
+// PullBySeqsRequest is the data of WS 1002 and the body of POST /msg/pull_by_seqs.
+type PullBySeqsRequest struct {
+	ConversationID string  `json:"conversation_id"`
+	Seqs           []int64 `json:"seqs"`
+}
+
+// Validate implements api.Validator.
+func (r *PullBySeqsRequest) Validate() error {
+	if r.ConversationID == "" {
+		return domain.BadField("conversation_id", "required")
+	}
+	if len(r.Seqs) == 0 {
+		return domain.BadField("seqs", "required, at least one seq")
+	}
+	if len(r.Seqs) > MaxPullLimit {
+		// Refused rather than cut: a silent cut looks like missing messages.
+		return domain.BadField("seqs", "has %d entries; at most %d per request (ask for the rest in another request)", len(r.Seqs), MaxPullLimit)
+	}
+	return nil
 }
 
 // PullResult is the answer: messages ascending by seq with no seq missing

@@ -42,18 +42,23 @@ type Users interface {
 	Existing(ctx context.Context, ids []string) (map[string]bool, error)
 }
 
-// GroupGate decides whether a user may send to a group right now:
-// domain.ErrGroupNotFound, ErrNotGroupMember, ErrMemberNotActive or
-// ErrGroupDismissed when not (see docs/groups.md).
+// GroupGate is what a group send is checked against (group.Members).
 type GroupGate interface {
+	// CheckSend decides whether userID may send to the group right now:
+	// domain.ErrGroupNotFound, ErrNotGroupMember, ErrMemberNotActive or
+	// ErrGroupDismissed when not (see docs/groups.md).
 	CheckSend(ctx context.Context, groupID, userID string) error
+	// CheckMember returns the role of an active member of the group:
+	// domain.ErrGroupNotFound, ErrNotGroupMember or ErrMemberNotActive
+	// otherwise.
+	CheckMember(ctx context.Context, groupID, userID string) (domain.RoleLevel, error)
 }
 
 // SendHook is the app's before_send webhook: it may refuse a message
-// (domain.ErrMessageRejected or a *wire.Error) or replace m.Content, which
-// the service then checks again against msg.max_body_bytes and the
-// msg_type's required field. It runs for user sends only, after the
-// permission checks and before a seq is issued.
+// (domain.ErrMessageRejected) or replace m.Content, which the service then
+// checks again against msg.max_body_bytes and the msg_type's required
+// field. It runs for user sends only, after the permission and mention
+// checks and before a seq is issued.
 type SendHook interface {
 	BeforeSend(ctx context.Context, m *domain.Message) error
 }
@@ -127,7 +132,7 @@ type Deps struct {
 	// idempotency record expired or was lost); nil skips the check.
 	Originals Originals
 	Log       *slog.Logger
-	Audit     *domain.Audit         // nil: no audit lines (issue 15 item 3)
+	Audit     *domain.Audit         // nil: no audit lines
 	Registry  prometheus.Registerer // nil: metrics unregistered
 	Hook      SendHook              // nil: no before_send
 	After     AfterSave             // nil: nothing after a synchronous save
@@ -147,15 +152,15 @@ func NewService(d Deps) *Service {
 }
 
 // Send validates req from sender (the token's user, never a frame field),
-// checks permission, and then — two-phase — runs the accept step and
-// answers ACK(accepted), or — two-phase off, or Redis unreachable with
-// fail_open — persists in the request path and answers ACK(saved). A retry
-// of the same client_msg_id answers the original's ACK (ack_type saved once
-// it is saved). from.ConnID is the sending connection ("" for HTTP); its
-// pushes skip it. Errors are domain errors or *wire.Error (bad_request,
-// body_too_long, user_not_found, not_group_member, member_not_active,
-// group_dismissed, server_busy, too_many_requests for a sender blocked for
-// repeated dead letters).
+// checks permission and mentions, asks before_send, and then — two-phase —
+// runs the accept step and answers ACK(accepted), or — two-phase off, or
+// Redis unreachable with fail_open — persists in the request path and
+// answers ACK(saved). A retry of the same client_msg_id answers the
+// original's ACK (ack_type saved once it is saved). from.ConnID is the sending connection ("" for HTTP); its
+// pushes skip it. Errors are domain errors (bad_request, body_too_long,
+// user_not_found, not_group_member, member_not_active, group_dismissed,
+// forbidden for @all by a plain member, message_rejected, server_busy,
+// too_many_requests for a sender blocked for repeated dead letters).
 func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJSON, error) {
 	sender, originConn := from.UserID, from.ConnID
 	began := time.Now()
@@ -169,11 +174,14 @@ func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJS
 	if err := s.authorize(ctx, &m); err != nil {
 		return AckJSON{}, err
 	}
-	// A retry of a saved message is answered before the before_send hook:
-	// the message was already approved and sent.
+	// A retry of a saved message is answered before the mention check and
+	// the before_send hook: the message was already approved and sent.
 	if ack, ok := s.savedOriginal(ctx, &m); ok {
 		s.metrics.observe(ack.AckType, time.Since(began))
 		return ack, nil
+	}
+	if err := s.checkMentions(ctx, &m); err != nil {
+		return AckJSON{}, err
 	}
 	if s.hook != nil {
 		if err := s.hook.BeforeSend(ctx, &m); err != nil {
@@ -352,34 +360,32 @@ func (s *Service) fallback(ctx context.Context, mode configs.TwoPhase, m *domain
 
 // persist saves one message in the request path and, when it is new,
 // queues its pushes. It returns the stored message: the original one when
-// the database already held this client_msg_id.
+// the database already held this client_msg_id. A seq the database finds
+// taken is replaced by store.Resequence (the save stage's policy too); an
+// allocator it could not retire is retired before the conversation's next
+// send (retireAfterOutage).
 func (s *Service) persist(ctx context.Context, m *domain.Message, originConn string) (domain.Message, error) {
-	for attempt := 0; ; attempt++ {
-		res, err := s.saver.SaveBatch(ctx, []domain.Message{*m})
-		if err != nil {
-			return domain.Message{}, fmt.Errorf("save %s: %w", m.ServerMsgID, err)
-		}
-		switch res[0].Outcome {
-		case store.Saved:
-			s.fanout.Deliver(m, originConn)
-			s.afterSave(ctx, res[0].Original, true)
-			return *m, nil
-		case store.Duplicate:
-			s.metrics.dbDuplicates.Inc()
-			return res[0].Original, nil
-		}
-		// SeqTaken: the seq was issued twice (Redis lost writes); take a
-		// fresh one from the database.
-		if attempt > 2 {
-			return domain.Message{}, fmt.Errorf("save %s: seq %d taken repeatedly", m.ServerMsgID, m.Seq)
-		}
-		lease, err := s.leaser.Lease(ctx, m.ConversationID, 1)
-		if err != nil {
+	res, err := s.saver.SaveBatch(ctx, []domain.Message{*m})
+	if err != nil {
+		return domain.Message{}, fmt.Errorf("save %s: %w", m.ServerMsgID, err)
+	}
+	r := res[0]
+	if r.Outcome == store.SeqTaken {
+		var notRetired error
+		if r, notRetired, err = store.Resequence(ctx, s.saver, s.leaser, s.accept, m); err != nil {
 			return domain.Message{}, err
 		}
-		m.Seq = lease.Ceiling
-		s.noteFallback(m.ConversationID, m.Seq)
+		if notRetired != nil {
+			s.noteFallback(m.ConversationID, m.Seq)
+		}
 	}
+	if r.Outcome == store.Duplicate {
+		s.metrics.dbDuplicates.Inc()
+		return r.Original, nil
+	}
+	s.fanout.Deliver(m, originConn)
+	s.afterSave(ctx, r.Original, true)
+	return *m, nil
 }
 
 // afterSave tells the AfterSave hook; on the synchronous path a failure

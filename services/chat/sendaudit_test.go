@@ -53,8 +53,7 @@ func (noFanout) Deliver(*domain.Message, string) {}
 
 // TestSyncPathCountsDuplicatesFoundInTheDatabase: a synchronous send whose
 // insert meets the original (uk_sender_client_msg) is answered with the
-// original and counted in nexo_send_duplicates_in_database_total (issue 15
-// item 4).
+// original and counted in nexo_send_duplicates_in_database_total.
 func TestSyncPathCountsDuplicatesFoundInTheDatabase(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := NewService(Deps{Mode: NewMode(configs.TwoPhase{}), Msg: configs.Default().Msg, Accepter: freshAccepter{},
@@ -81,7 +80,7 @@ func (brokenSaver) SaveBatch(context.Context, []domain.Message) ([]store.SaveRes
 
 // TestFailedSendWritesAckAuditLine: a send that fails after validation
 // writes a warn "ack" line with the message's keys, the sender, its
-// platform and its connection (issue 15 item 3).
+// platform and its connection.
 func TestFailedSendWritesAckAuditLine(t *testing.T) {
 	var logs strings.Builder
 	audit := domain.NewAudit(slog.New(slog.NewJSONHandler(&logs, nil)), "i-3", 10, 10)

@@ -105,16 +105,20 @@ func (r *benchRegistry) PushToUser(ctx context.Context, userID string, f ws.Fram
 	return 0 // ACK pushes: not measured
 }
 
-func (r *benchRegistry) PushToConn(context.Context, string, string, ws.Frame) bool { return false }
-
-func (r *benchRegistry) ConnCount() int { return 0 }
-
 func (r *benchRegistry) Online(userID string) bool {
 	sh := &r.shards[maphash.String(r.seed, userID)%64]
 	sh.mu.RLock()
 	defer sh.mu.RUnlock()
 	return len(sh.conns[userID]) > 0
 }
+
+// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
+// pushes under test go to users, not to one connection.
+func (r *benchRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
+	return r.PushToUser(ctx, userID, f, "") > 0
+}
+
+func (r *benchRegistry) ConnCount() int { return 0 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
 	slices.Sort(d)
@@ -211,7 +215,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 	cfg.Save.BatchWait = 0
 	seqs, msgs := store.NewSeqRepo(e.db), store.NewMessageRepo(e.db)
 	acc := streams.NewAccepter(e.rdb, keys, seqs, 1000, time.Hour)
-	pusher := chat.NewPusher(registry, quiet)
+	pusher := chat.NewPusher(ws.NewPushes(registry, quiet))
 	svc := chat.NewService(chat.Deps{Mode: chat.NewMode(cfg.TwoPhase), Msg: cfg.Msg, Accepter: acc, Saver: msgs, Leaser: seqs,
 		Users: e.users, Groups: members, Fanout: chat.NewAsyncFanout(16, 1, pusher, fanout, nil, nil, quiet), Log: quiet})
 	m := workers.NewMetrics(nil)

@@ -165,15 +165,19 @@ func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.F
 	return n
 }
 
-func (r *fakeRegistry) PushToConn(context.Context, string, string, ws.Frame) bool { return false }
-
-func (r *fakeRegistry) ConnCount() int { return 0 }
-
 func (r *fakeRegistry) Online(userID string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.conns[userID]) > 0
 }
+
+// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
+// pushes under test go to users, not to one connection.
+func (r *fakeRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
+	return r.PushToUser(ctx, userID, f, "") > 0
+}
+
+func (r *fakeRegistry) ConnCount() int { return 0 }
 
 // frames returns a copy of what user received.
 func (r *fakeRegistry) frames(user string) []frame {

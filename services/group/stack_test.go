@@ -10,6 +10,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/store"
@@ -40,7 +41,7 @@ func newStack(t *testing.T, mode configs.TwoPhase) *stack {
 	seqs := store.NewSeqRepo(e.db)
 	msgs := store.NewMessageRepo(e.db)
 	acc := streams.NewAccepter(e.rdb, keys, seqs, 100, time.Hour)
-	pusher := chat.NewPusher(e.reg, quiet)
+	pusher := chat.NewPusher(ws.NewPushes(e.reg, quiet))
 	async := chat.NewAsyncFanout(4096, 2, pusher, e.fanout, nil, nil, quiet)
 	svc := chat.NewService(chat.Deps{Mode: chat.NewMode(mode), Msg: e.cfg.Msg, Accepter: acc, Saver: msgs, Leaser: seqs,
 		Users: e.users, Groups: e.members, Fanout: async, Log: quiet})

@@ -90,7 +90,11 @@ func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.F
 
 func (r *fakeRegistry) Online(string) bool { return true }
 
-func (r *fakeRegistry) PushToConn(context.Context, string, string, ws.Frame) bool { return false }
+// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
+// pushes under test go to users, not to one connection.
+func (r *fakeRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
+	return r.PushToUser(ctx, userID, f, "") > 0
+}
 
 func (r *fakeRegistry) ConnCount() int { return 0 }
 
@@ -200,14 +204,14 @@ func newEnv(t testing.TB, o envOpts) *env {
 	cache := store.NewGroupCache(rdb, e.keys, cfg.Group.MemberCacheTTL)
 	e.members = group.NewMembers(groupRepo, cache, cfg.Group, nil, quiet)
 	fanout := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil)
-	pusher := chat.NewPusher(e.reg, quiet)
+	pusher := chat.NewPusher(ws.NewPushes(e.reg, quiet))
 	e.accepter = streams.NewAccepter(rdb, e.skeys, e.seqs, 100, time.Hour)
 	// A TTL far beyond any test: a setting reaches the pushes through the
 	// invalidation in Conversations.Update, not through expiry.
 	e.noPush = sync.NewNoPushCache(e.convRepo, time.Hour, quiet)
 	e.async = chat.NewAsyncFanout(4096, 2, pusher, fanout, e.noPush, nil, quiet)
 	e.chat = chat.NewService(chat.Deps{Mode: chat.NewMode(o.mode), Msg: cfg.Msg,
-		Accepter: sync.NewMentionGate(e.accepter, e.members), Saver: e.msgs, Leaser: e.seqs,
+		Accepter: e.accepter, Saver: e.msgs, Leaser: e.seqs,
 		Users: users, Groups: e.members, Fanout: e.async, Originals: e.msgs, Log: quiet})
 	e.puller = chat.NewPuller(e.msgs, e.seqs, e.members, streams.NewInFlightReader(rdb, e.skeys))
 	e.groups = group.NewService(group.Deps{Config: cfg.Group, Groups: groupRepo, Users: users, Members: e.members,

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/streams"
 	"github.com/nexo-im/nexo/workers"
@@ -39,7 +40,7 @@ func (e *env) saveOnly(conv string, seqs ...int64) {
 		e.t.Fatal(err)
 	}
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.skeys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.accepter, Pusher: chat.NewPusher(e.reg, quiet), Metrics: workers.NewMetrics(nil), Log: quiet, MaxAttempts: 3})
+		Allocator: e.accepter, Pusher: chat.NewPusher(ws.NewPushes(e.reg, quiet)), Metrics: workers.NewMetrics(nil), Log: quiet, MaxAttempts: 3})
 	if err := save.Handle(bg, shard, batch); err != nil {
 		e.t.Fatal(err)
 	}

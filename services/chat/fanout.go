@@ -8,89 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/wire"
-	"github.com/nexo-im/nexo/gateway/ws"
 )
-
-// Registry reaches the online connections (ws.Server).
-type Registry interface {
-	PushToUser(ctx context.Context, userID string, f ws.Frame, exceptConn string) int
-	PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int
-}
-
-// Pusher encodes pushes once and hands them to the registry; it implements
-// the workers' Pusher. Pushes never block on a slow connection.
-type Pusher struct {
-	reg Registry
-	log *slog.Logger
-}
-
-// NewPusher returns a Pusher over reg.
-func NewPusher(reg Registry, log *slog.Logger) *Pusher { return &Pusher{reg: reg, log: log} }
-
-// AckPushJSON is the data of a 2101 ACK push.
-type AckPushJSON struct {
-	AckType        string `json:"ack_type"`
-	ServerMsgID    string `json:"server_msg_id,omitempty"`
-	ClientMsgID    string `json:"client_msg_id,omitempty"`
-	ConversationID string `json:"conversation_id"`
-	Seq            int64  `json:"seq"`
-	SendAt         int64  `json:"send_at,omitempty"`
-	UserID         string `json:"user_id,omitempty"`
-}
-
-func (p *Pusher) frame(code int, data any) (ws.Frame, bool) {
-	f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: code, Data: data})
-	if err != nil {
-		p.log.Error("encode push", "req_identifier", code, "err", err)
-		return f, false
-	}
-	return f, true
-}
-
-// PushMessage sends m (2001) to every online connection of userIDs except
-// exceptConn, encoding it once; the frame is tagged with m (MsgRef), so
-// each connection's push is audited.
-func (p *Pusher) PushMessage(ctx context.Context, m *domain.Message, userIDs []string, exceptConn string) {
-	if f, ok := p.frame(wire.PushMsg, ToJSON(m)); ok {
-		p.reg.PushToUsers(ctx, userIDs, f.WithMsg(MsgRef(m)), exceptConn)
-	}
-}
-
-// MsgRef is the audit tag of a push of m (ws.Frame.WithMsg).
-func MsgRef(m *domain.Message) ws.MsgRef {
-	return ws.MsgRef{ServerMsgID: m.ServerMsgID, ConversationID: m.ConversationID, Seq: m.Seq}
-}
-
-// PushAck sends a 2101 ACK push to every connection of userID.
-func (p *Pusher) PushAck(ctx context.Context, userID string, a domain.Ack) {
-	data := AckPushJSON{AckType: string(a.Type), ServerMsgID: a.ServerMsgID, ClientMsgID: a.ClientMsgID,
-		ConversationID: a.ConversationID, Seq: a.Seq, SendAt: a.SendAt, UserID: a.UserID}
-	if f, ok := p.frame(wire.PushAck, data); ok {
-		p.reg.PushToUser(ctx, userID, f, "")
-	}
-}
-
-// PushSaveFailed sends a 3001 error push (save_failed) naming the message
-// to every connection of its sender.
-func (p *Pusher) PushSaveFailed(ctx context.Context, m *domain.Message) {
-	e := wire.Lookup(wire.ReasonSaveFailed)
-	f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushError, ErrCode: e.ErrCode, ErrMsg: string(e.Reason),
-		Data: SaveFailedJSON{Reason: string(e.Reason), ClientMsgID: m.ClientMsgID, ServerMsgID: m.ServerMsgID,
-			ConversationID: m.ConversationID, Seq: m.Seq}})
-	if err == nil {
-		p.reg.PushToUser(ctx, m.SenderID, f, "")
-	}
-}
-
-// SaveFailedJSON is the data of a save_failed error push.
-type SaveFailedJSON struct {
-	Reason         string `json:"reason"`
-	ClientMsgID    string `json:"client_msg_id"`
-	ServerMsgID    string `json:"server_msg_id"`
-	ConversationID string `json:"conversation_id"`
-	Seq            int64  `json:"seq"`
-}
 
 // GroupFanout delivers group messages (workers.GroupFanout).
 type GroupFanout interface {
@@ -126,7 +44,7 @@ type fanoutJob struct {
 }
 
 // PushFilter tells whether a user wants no push for a single chat
-// (recv_msg_opt 1), answered from memory (gateway/state.NoPushCache).
+// (recv_msg_opt 1), answered from memory (services/sync.NoPushCache).
 type PushFilter interface {
 	NoPush(ctx context.Context, userID, conversationID string) bool
 }

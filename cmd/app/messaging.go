@@ -60,7 +60,7 @@ func (a *App) buildWebSocket(context.Context) error {
 // deliver stages on every shard, the message service and its routes, and
 // mounts /ws (after every WS handler is registered).
 func (a *App) buildMessaging(ctx context.Context) error {
-	keys := streams.NewKeys(a.cfg.Redis.KeyPrefix, a.cfg.Streams.Shards)
+	keys := streams.NewKeys(a.cfg.Redis.KeyPrefix, a.cfg.Streams.Shards).WithNames(a.cfg.Streams.Names)
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
@@ -94,6 +94,9 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
 	if !a.embedded { // the embedded Redis starts empty every time
+		if err := streams.CheckNames(ctx, a.rdb, keys); err != nil {
+			return err
+		}
 		if err := streams.CheckShardCount(ctx, a.rdb, keys); err != nil {
 			return err
 		}

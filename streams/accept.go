@@ -17,7 +17,8 @@ import (
 // in-flight mark and XADD in one atomic call. KEYS: idem, seq, in-flight[,
 // stream]. ARGV: server_msg_id, send_at, idem TTL (ms), route, body, origin
 // conn, accepted_at, fence ('1' or '0'), in-flight mark expiry (Unix ms),
-// the in-flight key's TTL (ms). Without a stream key it only claims,
+// the in-flight key's TTL (ms), the accepting instance's id (” or absent:
+// the entry has no instance_id field). Without a stream key it only claims,
 // allocates and marks (the synchronous path). Replies {status, server_msg_id, seq, send_at, saved,
 // node}: status "ok" (new), "dup" (a retry: the original's values), "lease"
 // (the current database lease is used up or Redis lost it: lease a block
@@ -88,7 +89,11 @@ local function accept(k, a, me)
   redis.call('ZADD', k[3], a[9], seq)
   redis.call('PEXPIRE', k[3], a[10])
   if #k >= 4 then
-    redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7])
+    if a[11] and a[11] ~= '' then
+      redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7], 'instance_id', a[11])
+    else
+      redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7])
+    end
   end
   return {'ok', a[1], seq, a[2], '0', me}
 end
@@ -104,7 +109,8 @@ type Accepter struct {
 	inflight singleflight.Group
 	batch    *evalBatcher // acceptScript calls, pipelined under load
 	opt      acceptOptions
-	lost     *lostCheck // nil without WithLostCheck
+	lost     *lostCheck  // nil without WithLostCheck
+	perf     *acceptPerf // nil without WithAcceptPerfLog
 }
 
 // NewAccepter returns an Accepter. block is seq.lease_block; idemTTL is
@@ -120,6 +126,7 @@ func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int6
 	if a.opt.lookup != nil {
 		a.lost = newLostCheck(a, a.opt)
 	}
+	a.perf = newAcceptPerf(rdb, keys, a.opt.perfLog)
 	return a
 }
 
@@ -155,6 +162,7 @@ type Accepted struct {
 // set. Errors: ErrRedisUnavailable (wrapped) when Redis does not answer; a
 // lease failure (database) otherwise.
 func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, error) {
+	began := a.perf.start()
 	m := &req.Msg
 	shard := a.keys.Shard(m.ConversationID)
 	keys := []string{a.keys.Idem(shard, m.SenderID, m.ClientMsgID), a.keys.Seq(shard, m.ConversationID),
@@ -179,11 +187,12 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 		markFor = SyncSaveWindow
 	}
 	args := []any{m.ServerMsgID, m.SendAt, a.idemTTL.Milliseconds(), string(req.Route), "", req.OriginConn, now, fence,
-		now + markFor.Milliseconds(), max(a.idemTTL, SyncSaveWindow).Milliseconds()}
+		now + markFor.Milliseconds(), max(a.idemTTL, SyncSaveWindow).Milliseconds(), a.opt.instance}
 	if req.Append {
 		args[4] = EncodeMessage(m)
 	}
 	for attempt := 0; ; attempt++ {
+		called := a.perf.start()
 		res, err := a.run(ctx, keys, args, req.Append)
 		if err != nil {
 			return Accepted{}, err
@@ -201,6 +210,7 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 			if !acc.Duplicate && req.Append {
 				a.lost.record(shard, keys[0], m, seq)
 			}
+			a.perf.write(ctx, &req, acc, called, began)
 			return acc, nil
 		case "lease", "stale":
 			// Under a burst on one conversation other accepts may use up a

@@ -21,7 +21,14 @@ type acceptOptions struct {
 	log         *slog.Logger
 	reg         prometheus.Registerer
 	lostGrace   time.Duration
+	instance    string
+	perfLog     *slog.Logger
 }
+
+// WithInstanceID has every stream entry the accept step appends carry id
+// (cluster.instance_id) in its instance_id field, for operators reading
+// the streams and dead letters; no stage reads it.
+func WithInstanceID(id string) AcceptOption { return func(o *acceptOptions) { o.instance = id } }
 
 // WithoutFence turns the run_id fence off. Only for a Redis that cannot
 // fail over or restart with old data and lacks INFO in scripts: the

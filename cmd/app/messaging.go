@@ -281,21 +281,26 @@ func newRegistry() *prometheus.Registry {
 
 // acceptOptions: the run_id fence and the lost-message check on every real
 // Redis (the embedded in-process one cannot fail over and has no INFO in
-// scripts), and the replica wait of two_phase.accept_replicas.
+// scripts), and the replica wait of two_phase.accept_replicas; everywhere,
+// this instance's id in every stream entry and the log.accept_perf line.
 func (a *App) acceptOptions(msgs *store.MessageRepo) []streams.AcceptOption {
-	if a.embedded {
-		return []streams.AcceptOption{streams.WithoutFence()}
+	opts := []streams.AcceptOption{streams.WithInstanceID(a.member.Self().ID)}
+	if a.cfg.Log.AcceptPerf {
+		opts = append(opts, streams.WithAcceptPerfLog(a.log))
 	}
-	return []streams.AcceptOption{
+	if a.embedded {
+		return append(opts, streams.WithoutFence())
+	}
+	return append(opts,
 		streams.WithReplicas(a.cfg.TwoPhase.AcceptReplicas, a.cfg.TwoPhase.AcceptReplicasTimeout),
 		streams.WithLostCheck(msgs, a.log, a.metrics, 10*time.Second),
-	}
+	)
 }
 
 // ReleaseShards stops this instance's save and deliver stages after the
 // batches in hand and gives its shard leases back at once, so the other
 // instances take the shards over without waiting for the leases to expire
-// (issue 11 item 7: call it right after SIGTERM). Idempotent; the
+// (call it right after SIGTERM). Idempotent; the
 // pipeline's own shutdown does the same.
 func (a *App) ReleaseShards(ctx context.Context) error {
 	if a.pipeline == nil {
@@ -329,7 +334,7 @@ func (a *App) Shards(ctx context.Context) (ShardsJSON, error) {
 	return out, nil
 }
 
-// Audit lines (issue 15 item 3, docs/operations.md "Audit lines"): at most
+// Audit lines (docs/operations.md "Audit lines"): at most
 // auditPerSecond lines a second (burst auditBurst) per level, so an outage
 // that fails every push cannot flood the log.
 const (

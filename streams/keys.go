@@ -3,7 +3,9 @@
 // seq + XADD in one Lua script), the envelope of a stream entry, the
 // consumer loop the stages run on, and trimming. Every key of one shard
 // shares the hash tag {sN}, so each script runs unchanged on Redis Cluster.
-// docs/pipeline.md lists every stream and group.
+// docs/pipeline.md lists every stream and group. It also builds the
+// cross-instance bus (Bus: watermill on Redis Streams, NATS JetStream or an
+// in-process channel) and encodes its envelopes (docs/cluster.md).
 package streams
 
 import (

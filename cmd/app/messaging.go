@@ -27,7 +27,7 @@ import (
 )
 
 // buildWebSocket builds this process's WebSocket gateway; the cluster
-// router (buildRouter) wraps it.
+// relay (buildRelay) wraps it.
 func (a *App) buildWebSocket(context.Context) error {
 	instance := a.member.Incarnation()
 	a.audit = a.newAudit()
@@ -35,9 +35,9 @@ func (a *App) buildWebSocket(context.Context) error {
 		Audit: a.audit, Auth: a.verifier, Tokens: auth.SessionChecker{Tokens: a.tokens, Floors: a.tokens}, Logger: a.log, Metrics: a.metrics, Limiter: a.userLimit,
 		Presence: store.NewPresence(a.rdb, a.keys, instance, a.cfg.WS.PresenceTTL),
 		// The login policy on the other instances, then offline resend;
-		// a.router and a.resender are set by later steps, before serving.
+		// a.relay and a.resender are set by later steps, before serving.
 		OnConnect: func(ctx context.Context, c *ws.Conn) {
-			if r := a.router; r != nil {
+			if r := a.relay; r != nil {
 				r.SessionStarted(ctx, c)
 			}
 			if rt := a.realtime; rt != nil {
@@ -64,7 +64,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
-	pusher := chat.NewPusher(a.router, a.log)
+	pusher := chat.NewPusher(a.relay, a.log)
 
 	m := workers.NewMetrics(a.metrics)
 	audit := a.audit
@@ -85,7 +85,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
 	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
-	groupFanout := group.NewFanout(members, a.router, a.cfg.Group.Push, a.metrics, a.log)
+	groupFanout := group.NewFanout(members, a.relay, a.cfg.Group.Push, a.metrics, a.log)
 	convRepo := store.NewConversationRepo(a.db)
 	// recv_msg_opt 1 of single chats, read by the deliver stage and the
 	// synchronous path's pushes without a query per message.

@@ -59,7 +59,7 @@ type DeliverDeps struct {
 	// DeadMaxBody caps the body kept in a dead-letter entry
 	// (streams.dead_max_body_bytes); 0 means 1024.
 	DeadMaxBody int
-	Audit       *domain.Audit // nil: no audit lines (issue 15 item 3)
+	Audit       *domain.Audit // nil: no audit lines
 }
 
 // NewDeliverHandler returns the deliver stage.

@@ -345,5 +345,5 @@ func deadMaxBody(n int) int {
 
 // newDeadLines is the rate-limited log of the stages' dead-letter and
 // retry lines: 10 at once, then 1 a second, the rest counted (a stream of
-// poison messages once wrote 6,512 lines a second; issue 13 #1).
+// poison messages once wrote 6,512 lines a second).
 func newDeadLines(log *slog.Logger) *domain.RateLog { return domain.NewRateLog(log, 1, 10) }

@@ -94,7 +94,7 @@ type App struct {
 	// its ID is the consumer name and its incarnation the presence member.
 	member *store.Membership
 
-	// Integration (issue 14): set by buildMessaging and buildIntegration.
+	// Integration: set by buildMessaging and buildIntegration.
 	chat     *chat.Service
 	groups   *group.Service
 	members  *group.Members

@@ -123,7 +123,7 @@ func (a *App) buildWebhooks() webhooks {
 }
 
 // buildIntegration wires presence, typing, offline push and the server
-// API (issue 14).
+// API.
 func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *store.ConversationRepo) {
 	sessions := store.NewSessions(a.rdb, a.keys, a.consumerName(), a.cfg.WS.PresenceTTL)
 	pres := presence.NewService(sessions, store.NewContacts(a.db), a.log)

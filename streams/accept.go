@@ -17,7 +17,7 @@ import (
 // in-flight mark and XADD in one atomic call. KEYS: idem, seq, in-flight[,
 // stream]. ARGV: server_msg_id, send_at, idem TTL (ms), route, body, origin
 // conn, accepted_at, fence ('1' or '0'), in-flight mark expiry (Unix ms),
-// the in-flight key's TTL (ms), the accepting instance's id (” or absent:
+// the in-flight key's TTL (ms), the accepting instance's id (empty or absent:
 // the entry has no instance_id field). Without a stream key it only claims,
 // allocates and marks (the synchronous path). Replies {status, server_msg_id, seq, send_at, saved,
 // node}: status "ok" (new), "dup" (a retry: the original's values), "lease"

@@ -68,6 +68,8 @@ type Bus interface {
 	Publish(ctx context.Context, instanceID string, e streams.BusEnvelope) error
 }
 
+var _ Bus = (*streams.Bus)(nil)
+
 // Deps are the Relay's collaborators; all are required but Log and
 // Metrics.
 type Deps struct {

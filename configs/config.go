@@ -347,6 +347,11 @@ type Log struct {
 	// Access logs one line per HTTP request at info level (probes and
 	// scrapes at debug), with its request_id, route, status and duration.
 	Access bool `koanf:"access"`
+	// AcceptPerf logs one line per send from the accept step at info level:
+	// the accept script call's and the whole accept's durations, and the
+	// length and pending count of the stream it appended to (one pipelined
+	// XLEN + XPENDING per send, so only when set).
+	AcceptPerf bool `koanf:"accept_perf"`
 }
 
 // WS configures WebSocket sessions.
@@ -425,6 +430,32 @@ type Streams struct {
 	DeadMaxAge time.Duration `koanf:"dead_max_age"`
 	// DeadMaxBodyBytes caps the message body kept in a dead-letter entry.
 	DeadMaxBodyBytes int `koanf:"dead_max_body_bytes"`
+	// Names are the pipeline's stream and consumer-group names. A start
+	// that renames them is refused while the old streams hold entries a
+	// stage has not finished (docs/pipeline.md, "Changing streams.names").
+	Names StreamNames `koanf:"names"`
+}
+
+// StreamNames names the pipeline's streams, each per shard behind the key
+// prefix and the shard's hash tag ("nexo:{s3}:" + ToSave), and the consumer
+// group of each stage. Names are 1–64 characters of A-Z a-z 0-9 . _ -.
+type StreamNames struct {
+	// ToSave is the save stage's input stream.
+	ToSave string `koanf:"to_save"`
+	// ToDeliver is the deliver stage's input stream.
+	ToDeliver string `koanf:"to_deliver"`
+	// Dead is the dead-letter stream.
+	Dead string `koanf:"dead"`
+	// SaveGroup is the save stage's consumer group on ToSave.
+	SaveGroup string `koanf:"save_group"`
+	// DeliverGroup is the deliver stage's consumer group on ToDeliver.
+	DeliverGroup string `koanf:"deliver_group"`
+}
+
+// DefaultStreamNames are the names every deployment used before
+// streams.names existed; a deployment with no names recorded used these.
+func DefaultStreamNames() StreamNames {
+	return StreamNames{ToSave: "to_save", ToDeliver: "to_deliver", Dead: "dead", SaveGroup: "save", DeliverGroup: "deliver"}
 }
 
 // Save configures the save stage.
@@ -736,6 +767,7 @@ func Default() Config {
 			Shards: 8, ReadCount: 256, Block: 2 * time.Second,
 			ClaimMinIdle: 5 * time.Second, TrimInterval: 5 * time.Second,
 			DeadMaxLen: 10000, DeadMaxAge: 7 * 24 * time.Hour, DeadMaxBodyBytes: 1024,
+			Names: DefaultStreamNames(),
 		},
 		Save: Save{
 			BatchSize: 256, BatchWait: 2 * time.Millisecond, MaxAttempts: 8,

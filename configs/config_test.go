@@ -215,3 +215,32 @@ func TestEmbeddedDefaults(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamNamesValidation: stream and group names are key-safe, and the
+// three streams of a shard never share a key with each other or with the
+// shard lease's.
+func TestStreamNamesValidation(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(*StreamNames)
+		key  string // the key the error names; "" for none
+	}{
+		{"defaults", func(*StreamNames) {}, ""},
+		{"renamed", func(n *StreamNames) { n.ToSave, n.SaveGroup = "save_v2", "savers" }, ""},
+		{"empty", func(n *StreamNames) { n.Dead = "" }, "streams.names.dead"},
+		{"colon", func(n *StreamNames) { n.ToDeliver = "a:b" }, "streams.names.to_deliver"},
+		{"brace", func(n *StreamNames) { n.DeliverGroup = "{x}" }, "streams.names.deliver_group"},
+		{"same stream twice", func(n *StreamNames) { n.Dead = n.ToSave }, "streams.names.to_save"},
+		{"lease key", func(n *StreamNames) { n.ToSave = "owner" }, "streams.names.to_save"},
+	} {
+		c := Default()
+		tc.set(&c.Streams.Names)
+		err := c.Validate()
+		if (err == nil) != (tc.key == "") {
+			t.Errorf("%s: Validate() = %v", tc.name, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "config "+tc.key+" ("+EnvName(tc.key)+")") {
+			t.Errorf("%s: error does not name %s: %v", tc.name, tc.key, err)
+		}
+	}
+}

@@ -89,6 +89,13 @@ func (c *Config) Validate() error {
 		{c.Streams.DeadMaxLen >= 0, "streams.dead_max_len", "must be >= 0 (0: no cap)"},
 		{c.Streams.DeadMaxAge >= 0, "streams.dead_max_age", "must be >= 0 (0: kept)"},
 		{c.Streams.DeadMaxBodyBytes >= 64, "streams.dead_max_body_bytes", "must be >= 64"},
+		{validName(c.Streams.Names.ToSave), "streams.names.to_save", "must be 1–64 characters of A-Z a-z 0-9 . _ -"},
+		{validName(c.Streams.Names.ToDeliver), "streams.names.to_deliver", "must be 1–64 characters of A-Z a-z 0-9 . _ -"},
+		{validName(c.Streams.Names.Dead), "streams.names.dead", "must be 1–64 characters of A-Z a-z 0-9 . _ -"},
+		{distinct(c.Streams.Names.ToSave, c.Streams.Names.ToDeliver, c.Streams.Names.Dead, "owner", "epoch"), "streams.names.to_save",
+			"streams.names.to_save, to_deliver and dead must differ from each other and from owner and epoch (the shard lease's keys)"},
+		{validName(c.Streams.Names.SaveGroup), "streams.names.save_group", "must be 1–64 characters of A-Z a-z 0-9 . _ -"},
+		{validName(c.Streams.Names.DeliverGroup), "streams.names.deliver_group", "must be 1–64 characters of A-Z a-z 0-9 . _ -"},
 		{c.Save.BatchSize >= 1 && c.Save.BatchSize <= 5000, "save.batch_size", "must be 1–5000"},
 		{c.Save.BatchWait >= 0, "save.batch_wait", "must be >= 0"},
 		{c.Save.MaxAttempts >= 1, "save.max_attempts", "must be >= 1"},
@@ -184,7 +191,11 @@ func (c *Config) Validate() error {
 
 // validInstanceID allows what is safe in a Redis key, a NATS stream name
 // and a stream consumer name.
-func validInstanceID(id string) bool {
+func validInstanceID(id string) bool { return validName(id) }
+
+// validName: 1–64 characters of A-Z a-z 0-9 . _ - (no ':' or braces, so a
+// name cannot reach into another key or hash tag).
+func validName(id string) bool {
 	if len(id) > 64 {
 		return false
 	}
@@ -203,6 +214,18 @@ func validCIDRs(list []string) bool {
 		if _, _, err := net.ParseCIDR(s); err != nil && net.ParseIP(s) == nil {
 			return false
 		}
+	}
+	return true
+}
+
+// distinct reports whether no value appears twice.
+func distinct(vs ...string) bool {
+	seen := make(map[string]bool, len(vs))
+	for _, v := range vs {
+		if seen[v] {
+			return false
+		}
+		seen[v] = true
 	}
 	return true
 }

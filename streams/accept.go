@@ -2,9 +2,7 @@ package streams
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -15,17 +13,12 @@ import (
 	"github.com/nexo-im/nexo/domain"
 )
 
-// ErrRedisUnavailable wraps every accept failure caused by Redis not
-// answering (connection refused, timeout, closed pool), as opposed to Redis
-// answering with an error. The send service falls back to the synchronous
-// path on it when two_phase.fail_open is set.
-var ErrRedisUnavailable = errors.New("redis unavailable")
-
 // acceptScript is the accept step: idempotency claim, seq allocation, the
 // in-flight mark and XADD in one atomic call. KEYS: idem, seq, in-flight[,
 // stream]. ARGV: server_msg_id, send_at, idem TTL (ms), route, body, origin
 // conn, accepted_at, fence ('1' or '0'), in-flight mark expiry (Unix ms),
-// the in-flight key's TTL (ms). Without a stream key it only claims,
+// the in-flight key's TTL (ms), the accepting instance's id (empty or absent:
+// the entry has no instance_id field). Without a stream key it only claims,
 // allocates and marks (the synchronous path). Replies {status, server_msg_id, seq, send_at, saved,
 // node}: status "ok" (new), "dup" (a retry: the original's values), "lease"
 // (the current database lease is used up or Redis lost it: lease a block
@@ -96,58 +89,15 @@ local function accept(k, a, me)
   redis.call('ZADD', k[3], a[9], seq)
   redis.call('PEXPIRE', k[3], a[10])
   if #k >= 4 then
-    redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7])
+    if a[11] and a[11] ~= '' then
+      redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7], 'instance_id', a[11])
+    else
+      redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7])
+    end
   end
   return {'ok', a[1], seq, a[2], '0', me}
 end
 `
-
-// installScript installs a database lease (ARGV base, ceiling) into a
-// conversation's allocator without ever moving it backwards. A block that
-// starts where the current one ends (the next lease; two gateways may both
-// have taken one) only extends the ceiling, so the current block's unissued
-// seqs are still handed out and no gap opens. Any other block moves cur up
-// to its base, because seqs between the current ceiling and that base may
-// belong to someone else; installing (x, x) so retires everything up to x
-// (used after seqs were issued around Redis). A stale, lower lease changes
-// nothing.
-//
-// Fence on (ARGV[3] = '1'): an allocator last written by another server
-// (field node is not this server's run_id) may have lost issued seqs with
-// its old master, so its current block is retired first (cur = ceil): the
-// new lease comes from the database, above every seq ever leased, and no
-// seq can be issued twice. The allocator is then tagged with this server.
-// Replies {stale (0/1), cur before the install}.
-var installScript = redis.NewScript(`
-local me = ''
-if ARGV[3] == '1' then me = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '' end
-local s = redis.call('HMGET', KEYS[1], 'cur', 'ceil', 'node')
-local cur = tonumber(s[1]) or 0
-local ceil = tonumber(s[2]) or 0
-local was = cur
-local stale = 0
-if me ~= '' and s[3] and s[3] ~= me then
-  stale = 1
-  if cur < ceil then cur = ceil end
-end
-local base = tonumber(ARGV[1])
-local nc = tonumber(ARGV[2])
-if base == ceil and nc > ceil then
-  ceil = nc
-else
-  if cur < base then cur = base end
-  if nc > ceil then ceil = nc end
-end
-if cur > ceil then ceil = cur end
-redis.call('HSET', KEYS[1], 'cur', string.format('%d', cur), 'ceil', string.format('%d', ceil))
-if me ~= '' then redis.call('HSET', KEYS[1], 'node', me) end
-return {stale, string.format('%d', was)}
-`)
-
-// Leaser leases seq blocks from the database (store.SeqRepo).
-type Leaser interface {
-	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
-}
 
 // Accepter runs the accept step.
 type Accepter struct {
@@ -159,7 +109,8 @@ type Accepter struct {
 	inflight singleflight.Group
 	batch    *evalBatcher // acceptScript calls, pipelined under load
 	opt      acceptOptions
-	lost     *lostCheck // nil without WithLostCheck
+	lost     *lostCheck  // nil without WithLostCheck
+	perf     *acceptPerf // nil without WithAcceptPerfLog
 }
 
 // NewAccepter returns an Accepter. block is seq.lease_block; idemTTL is
@@ -175,6 +126,7 @@ func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int6
 	if a.opt.lookup != nil {
 		a.lost = newLostCheck(a, a.opt)
 	}
+	a.perf = newAcceptPerf(rdb, keys, a.opt.perfLog)
 	return a
 }
 
@@ -210,6 +162,7 @@ type Accepted struct {
 // set. Errors: ErrRedisUnavailable (wrapped) when Redis does not answer; a
 // lease failure (database) otherwise.
 func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, error) {
+	began := a.perf.start()
 	m := &req.Msg
 	shard := a.keys.Shard(m.ConversationID)
 	keys := []string{a.keys.Idem(shard, m.SenderID, m.ClientMsgID), a.keys.Seq(shard, m.ConversationID),
@@ -234,11 +187,12 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 		markFor = SyncSaveWindow
 	}
 	args := []any{m.ServerMsgID, m.SendAt, a.idemTTL.Milliseconds(), string(req.Route), "", req.OriginConn, now, fence,
-		now + markFor.Milliseconds(), max(a.idemTTL, SyncSaveWindow).Milliseconds()}
+		now + markFor.Milliseconds(), max(a.idemTTL, SyncSaveWindow).Milliseconds(), a.opt.instance}
 	if req.Append {
 		args[4] = EncodeMessage(m)
 	}
 	for attempt := 0; ; attempt++ {
+		called := a.perf.start()
 		res, err := a.run(ctx, keys, args, req.Append)
 		if err != nil {
 			return Accepted{}, err
@@ -256,6 +210,7 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 			if !acc.Duplicate && req.Append {
 				a.lost.record(shard, keys[0], m, seq)
 			}
+			a.perf.write(ctx, &req, acc, called, began)
 			return acc, nil
 		case "lease", "stale":
 			// Under a burst on one conversation other accepts may use up a
@@ -273,100 +228,62 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 	}
 }
 
-// refill leases a block from the database and installs it. Concurrent
-// accepts of one conversation share one lease (singleflight), so a burst
-// burns one block, not one per request. force skips the check that another
-// refill already installed a block (the allocator was reported stale: its
-// cur < ceil proves nothing).
-func (a *Accepter) refill(ctx context.Context, shard int, conversationID string, force bool) error {
-	key := conversationID
-	if force {
-		key = "stale\x00" + conversationID
+// run executes the accept script (pipelined with concurrent accepts by the
+// batcher); with replicas and an appending accept it
+// pipelines WAIT after the script on the same connection (in a cluster, a
+// connection to the master of the shard's slot), because WAIT counts the
+// replication of the calling connection's writes only.
+func (a *Accepter) run(ctx context.Context, keys []string, args []any, appending bool) ([]string, error) {
+	if a.opt.replicas <= 0 || !appending {
+		res, err := a.batch.run(ctx, keys, args)
+		return res, classify("accept", err)
 	}
-	_, err, _ := a.inflight.Do(key, func() (any, error) {
-		// An accept that saw "lease" just before another refill of this
-		// process installed a fresh block must not lease again.
-		if vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result(); err == nil && !force {
-			cur, _ := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
-			ceil, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
-			if cur < ceil {
-				return nil, nil
+	var conn redis.Cmdable = a.rdb
+	if cc, ok := a.rdb.(*redis.ClusterClient); ok {
+		node, err := cc.MasterForKey(ctx, keys[0])
+		if err != nil {
+			return nil, classify("accept: master of shard", err)
+		}
+		conn = node
+	}
+	for attempt := 0; ; attempt++ {
+		var script *redis.Cmd
+		var wait *redis.Cmd
+		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
+			script = acceptScript.EvalSha(ctx, p, keys, args...)
+			wait = p.Do(ctx, "WAIT", a.opt.replicas, a.opt.waitTimeout.Milliseconds())
+			return nil
+		})
+		if err != nil && attempt == 0 && redis.HasErrorPrefix(script.Err(), "NOSCRIPT") {
+			if err := acceptScript.Load(ctx, conn).Err(); err != nil {
+				return nil, classify("accept: load script", err)
+			}
+			continue
+		}
+		if err := script.Err(); err != nil {
+			if cc, ok := a.rdb.(*redis.ClusterClient); ok && strings.HasPrefix(err.Error(), "MOVED ") {
+				cc.ReloadState(ctx) // the slot moved since MasterForKey: next send finds the new master
+				return nil, fmt.Errorf("accept: %w: %w", ErrRedisUnavailable, err)
+			}
+			return nil, classify("accept", err)
+		}
+		res, err := script.StringSlice()
+		if err != nil {
+			return nil, classify("accept", err)
+		}
+		if n, err := wait.Int64(); err != nil || n < int64(a.opt.replicas) {
+			if len(res) > 0 && res[0] == "ok" {
+				return nil, fmt.Errorf("accept: %w: %d of %d replica(s) acknowledged within %s (%v)",
+					domain.ErrServerBusy, n, a.opt.replicas, a.opt.waitTimeout, err)
 			}
 		}
-		lease, err := a.leaser.Lease(ctx, conversationID, a.block)
-		if err != nil {
-			return nil, fmt.Errorf("lease seqs for %s: %w", conversationID, err)
-		}
-		return nil, a.install(ctx, shard, conversationID, lease.Base, lease.Ceiling)
-	})
-	return err
-}
-
-func (a *Accepter) install(ctx context.Context, shard int, conversationID string, base, ceiling int64) error {
-	fence := "0"
-	if a.opt.fence {
-		fence = "1"
+		return res, nil
 	}
-	res, err := installScript.Run(ctx, a.rdb, []string{a.keys.Seq(shard, conversationID)}, base, ceiling, fence).Slice()
-	if err != nil {
-		return classify("install lease", err)
-	}
-	if len(res) == 2 && fmt.Sprint(res[0]) == "1" {
-		a.lost.staleAllocator(shard, conversationID, fmt.Sprint(res[1]), base)
-	}
-	return nil
-}
-
-// Retire makes the Redis allocator of conversationID continue above seq
-// (next accept leases a fresh block if the current one ends below it). The
-// synchronous fallback calls it for every conversation it allocated in while
-// Redis was down, so seqs keep rising in issue order once Redis is back.
-func (a *Accepter) Retire(ctx context.Context, conversationID string, seq int64) error {
-	return a.install(ctx, a.keys.Shard(conversationID), conversationID, seq, seq)
 }
 
 // Ping reports whether Redis answers.
 func (a *Accepter) Ping(ctx context.Context) error {
 	return classify("ping", a.rdb.Ping(ctx).Err())
-}
-
-// classify wraps transport failures in ErrRedisUnavailable.
-func classify(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var rerr redis.Error
-	if errors.As(err, &rerr) && !errors.Is(err, redis.ErrClosed) {
-		if failoverAnswer(err) {
-			return fmt.Errorf("%s: %w: %w", op, ErrRedisUnavailable, err)
-		}
-		return fmt.Errorf("%s: %w", op, err)
-	}
-	var nerr net.Error
-	if errors.As(err, &nerr) || errors.Is(err, redis.ErrClosed) || errors.Is(err, context.DeadlineExceeded) ||
-		errors.Is(err, redis.ErrPoolTimeout) || errors.Is(err, net.ErrClosed) || isConnError(err) {
-		return fmt.Errorf("%s: %w: %w", op, ErrRedisUnavailable, err)
-	}
-	return fmt.Errorf("%s: %w", op, err)
-}
-
-// failoverAnswer reports Redis answers that mean "no master can take this
-// now" — a cluster slot without a master, a replica still loading or not
-// yet promoted, a slot mid-migration — which pass once the failover or the
-// reshard is done, so they count as Redis being unavailable.
-func failoverAnswer(err error) bool {
-	msg := err.Error()
-	for _, p := range []string{"CLUSTERDOWN", "LOADING", "READONLY", "MASTERDOWN", "TRYAGAIN", "NOREPLICAS"} {
-		if strings.HasPrefix(msg, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func isConnError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) || err.Error() == "EOF"
 }
 
 // markSavedScript sets saved=1 on an idempotency record that still exists

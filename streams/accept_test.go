@@ -53,6 +53,36 @@ func msg(sender, recv, clientID string) domain.Message {
 	}
 }
 
+// TestAcceptedEntryCarriesInstanceID: the stream entry of an accepted
+// message names the instance that accepted it (XRANGE shows it), on the
+// script of one call and on the batched one.
+func TestAcceptedEntryCarriesInstanceID(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, 100)
+	acc := streams.NewAccepter(f.rdb, f.keys, f.seqs, 100, time.Hour, streams.WithInstanceID("web1-8080"))
+	var wg sync.WaitGroup
+	for i := range 20 { // concurrent: the batched script too, when calls coincide
+		wg.Go(func() {
+			if _, err := acc.Accept(ctx, streams.AcceptRequest{Msg: msg("a", "b", fmt.Sprint("c", i)), Route: streams.DeliverFirst, Append: true}); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	xs := f.rdb.XRange(ctx, f.keys.ToDeliver(f.keys.Shard(domain.SingleConversationID("a", "b"))), "-", "+").Val()
+	if len(xs) != 20 {
+		t.Fatalf("%d entries, want 20", len(xs))
+	}
+	for _, x := range xs {
+		if x.Values["instance_id"] != "web1-8080" {
+			t.Fatalf("entry %s fields %v: no instance_id", x.ID, x.Values)
+		}
+		if e, err := streams.Decode(x); err != nil || e.InstanceID != "web1-8080" {
+			t.Fatalf("decoded %+v, %v", e, err)
+		}
+	}
+}
+
 func TestAcceptAllocatesClaimsAndAppends(t *testing.T) {
 	onTopologies(t, 3, testAcceptAllocatesClaimsAndAppends)
 }

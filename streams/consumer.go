@@ -18,7 +18,7 @@ import (
 
 // Handler processes a batch of entries read from one stream, in stream
 // order, and acknowledges them itself (stages ack together with their output
-// in one script; see Forwarder). A returned error means "nothing of this
+// in one script; see Commit). A returned error means "nothing of this
 // batch is done, try it again later": the consumer retries the same batch
 // with backoff and keeps it claimed. Handlers must be idempotent: an entry
 // can arrive again after a crash or a reclaim.

@@ -13,7 +13,7 @@ import (
 // Dead-letter entries keep what an operator needs to find and judge the
 // message — its seq, route, ids (inside the body's first bytes) and the
 // error — not necessarily the whole body: a poison sender must not be able
-// to grow Redis by the size of everything it sends (issue 13 #1).
+// to grow Redis by the size of everything it sends.
 const (
 	// fieldBodyBytes is the original body's length when it was cut.
 	fieldBodyBytes = "m_bytes"

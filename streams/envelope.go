@@ -31,6 +31,7 @@ const (
 	fieldMsg        = "m"
 	fieldOriginConn = "c"
 	fieldAcceptedAt = "t"
+	fieldInstance   = "instance_id"
 	fieldError      = "err"
 	fieldSource     = "src"
 )
@@ -42,6 +43,10 @@ type Entry struct {
 	Route      Route
 	OriginConn string // the connection that sent it; its pushes skip it
 	AcceptedAt int64  // Unix ms of ACK(accepted)
+	// InstanceID is the instance that accepted the message ("" in entries
+	// written before it was recorded); kept when a stage forwards the
+	// entry, read by operators only.
+	InstanceID string
 }
 
 // wireMessage is the stream form of domain.Message (seq travels apart).
@@ -105,6 +110,7 @@ func Decode(x redis.XMessage) (Entry, error) {
 	}
 	e.Route = Route(route)
 	e.OriginConn, _ = x.Values[fieldOriginConn].(string)
+	e.InstanceID, _ = x.Values[fieldInstance].(string)
 	if t, ok := x.Values[fieldAcceptedAt].(string); ok {
 		e.AcceptedAt, _ = strconv.ParseInt(t, 10, 64)
 	}
@@ -122,8 +128,12 @@ func Decode(x redis.XMessage) (Entry, error) {
 
 // entryArgs flattens an entry for a script's XADD (field, value, ...).
 func entryArgs(e *Entry) []any {
-	return []any{
+	args := []any{
 		fieldSeq, strconv.FormatInt(e.Msg.Seq, 10), fieldRoute, string(e.Route), fieldMsg, EncodeMessage(&e.Msg),
 		fieldOriginConn, e.OriginConn, fieldAcceptedAt, strconv.FormatInt(e.AcceptedAt, 10),
 	}
+	if e.InstanceID != "" {
+		args = append(args, fieldInstance, e.InstanceID)
+	}
+	return args
 }

@@ -42,3 +42,31 @@ func TestDecodeRefusesMalformedBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestInstanceIDTravelsButIsOptional: an entry names the instance that
+// accepted it, a forwarded entry and a dead letter keep it, and an entry
+// written before the field existed still decodes.
+func TestInstanceIDTravelsButIsOptional(t *testing.T) {
+	m := domain.Message{ServerMsgID: "s1", ClientMsgID: "c1", ConversationID: "si_a_b", SenderID: "a", SendAt: 1}
+	old := redis.XMessage{ID: "1-0", Values: map[string]any{fieldSeq: "3", fieldRoute: "s", fieldMsg: EncodeMessage(&m)}}
+	e, err := Decode(old)
+	if err != nil || e.InstanceID != "" {
+		t.Fatalf("entry without instance_id: %+v, %v", e, err)
+	}
+	if args := entryArgs(&e); len(args) != 10 {
+		t.Fatalf("forwarding an entry without instance_id wrote %d args: %v", len(args), args)
+	}
+
+	old.Values[fieldInstance] = "web1-8080"
+	e, err = Decode(old)
+	if err != nil || e.InstanceID != "web1-8080" {
+		t.Fatalf("entry with instance_id: %+v, %v", e, err)
+	}
+	args := entryArgs(&e)
+	if len(args) != 12 || args[10] != fieldInstance || args[11] != "web1-8080" {
+		t.Fatalf("forwarded entry args %v", args)
+	}
+	if d := NewDeadEntry(old.Values, "src", "boom", 64); d.Fields[fieldInstance] != "web1-8080" {
+		t.Fatalf("dead letter fields %v", d.Fields)
+	}
+}

@@ -3,15 +3,21 @@
 // seq + XADD in one Lua script), the envelope of a stream entry, the
 // consumer loop the stages run on, and trimming. Every key of one shard
 // shares the hash tag {sN}, so each script runs unchanged on Redis Cluster.
-// docs/pipeline.md lists every stream and group.
+// docs/pipeline.md lists every stream and group. It also builds the
+// cross-instance bus (Bus: watermill on Redis Streams, NATS JetStream or an
+// in-process channel) and encodes its envelopes (docs/cluster.md).
 package streams
 
 import (
 	"hash/fnv"
 	"strconv"
+
+	"github.com/nexo-im/nexo/configs"
 )
 
-// Consumer groups, one per stage.
+// The stages, by the default name of their consumer group; metrics label
+// a stage with it whatever its group is called (Keys.SaveGroup and
+// Keys.DeliverGroup are the groups' configured names).
 const (
 	GroupSave    = "save"
 	GroupDeliver = "deliver"
@@ -22,16 +28,44 @@ const (
 type Keys struct {
 	prefix string
 	shards int
+	names  configs.StreamNames
 }
 
 // NewKeys returns the key scheme for prefix (redis.key_prefix) and the
-// number of shards (streams.shards, >= 1).
+// number of shards (streams.shards, >= 1), with the default stream and
+// group names (WithNames sets others).
 func NewKeys(prefix string, shards int) Keys {
 	if shards < 1 {
 		shards = 1
 	}
-	return Keys{prefix: prefix, shards: shards}
+	return Keys{prefix: prefix, shards: shards, names: configs.DefaultStreamNames()}
 }
+
+// WithNames returns k with the stream and group names of n
+// (streams.names); an empty name keeps k's.
+func (k Keys) WithNames(n configs.StreamNames) Keys {
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{
+		{&k.names.ToSave, n.ToSave}, {&k.names.ToDeliver, n.ToDeliver}, {&k.names.Dead, n.Dead},
+		{&k.names.SaveGroup, n.SaveGroup}, {&k.names.DeliverGroup, n.DeliverGroup},
+	} {
+		if f.v != "" {
+			*f.dst = f.v
+		}
+	}
+	return k
+}
+
+// Names returns the stream and group names in use.
+func (k Keys) Names() configs.StreamNames { return k.names }
+
+// SaveGroup is the save stage's consumer group on ToSave.
+func (k Keys) SaveGroup() string { return k.names.SaveGroup }
+
+// DeliverGroup is the deliver stage's consumer group on ToDeliver.
+func (k Keys) DeliverGroup() string { return k.names.DeliverGroup }
 
 // Shards is the number of shards.
 func (k Keys) Shards() int { return k.shards }
@@ -52,14 +86,14 @@ func (k Keys) key(shard int, rest string) string {
 }
 
 // ToSave is the input stream of the save stage on a shard.
-func (k Keys) ToSave(shard int) string { return k.key(shard, "to_save") }
+func (k Keys) ToSave(shard int) string { return k.key(shard, k.names.ToSave) }
 
 // ToDeliver is the input stream of the deliver stage on a shard.
-func (k Keys) ToDeliver(shard int) string { return k.key(shard, "to_deliver") }
+func (k Keys) ToDeliver(shard int) string { return k.key(shard, k.names.ToDeliver) }
 
 // Dead is the dead-letter stream of a shard: entries that failed
 // permanently, with the error.
-func (k Keys) Dead(shard int) string { return k.key(shard, "dead") }
+func (k Keys) Dead(shard int) string { return k.key(shard, k.names.Dead) }
 
 // Idem is the idempotency record of (sender_id, client_msg_id), kept on the
 // shard of the message's conversation.

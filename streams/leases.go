@@ -7,7 +7,13 @@ import (
 	"strings"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/nexo-im/nexo/domain"
 )
+
+// The accept step's seq leases: blocks leased from the database
+// (Leaser), installed into a conversation's Redis allocator, and what of
+// them was never issued.
 
 // UnusedLease is the part of a conversation's current database lease that
 // Redis never handed out: seqs in (Issued, Ceiling].
@@ -53,4 +59,103 @@ func (a *Accepter) UnusedLeases(ctx context.Context) ([]UnusedLease, error) {
 		}
 	}
 	return out, nil
+}
+
+// Leaser leases seq blocks from the database (store.SeqRepo).
+type Leaser interface {
+	Lease(ctx context.Context, conversationID string, block int64) (domain.SeqLease, error)
+}
+
+// installScript installs a database lease (ARGV base, ceiling) into a
+// conversation's allocator without ever moving it backwards. A block that
+// starts where the current one ends (the next lease; two gateways may both
+// have taken one) only extends the ceiling, so the current block's unissued
+// seqs are still handed out and no gap opens. Any other block moves cur up
+// to its base, because seqs between the current ceiling and that base may
+// belong to someone else; installing (x, x) so retires everything up to x
+// (used after seqs were issued around Redis). A stale, lower lease changes
+// nothing.
+//
+// Fence on (ARGV[3] = '1'): an allocator last written by another server
+// (field node is not this server's run_id) may have lost issued seqs with
+// its old master, so its current block is retired first (cur = ceil): the
+// new lease comes from the database, above every seq ever leased, and no
+// seq can be issued twice. The allocator is then tagged with this server.
+// Replies {stale (0/1), cur before the install}.
+var installScript = redis.NewScript(`
+local me = ''
+if ARGV[3] == '1' then me = string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or '' end
+local s = redis.call('HMGET', KEYS[1], 'cur', 'ceil', 'node')
+local cur = tonumber(s[1]) or 0
+local ceil = tonumber(s[2]) or 0
+local was = cur
+local stale = 0
+if me ~= '' and s[3] and s[3] ~= me then
+  stale = 1
+  if cur < ceil then cur = ceil end
+end
+local base = tonumber(ARGV[1])
+local nc = tonumber(ARGV[2])
+if base == ceil and nc > ceil then
+  ceil = nc
+else
+  if cur < base then cur = base end
+  if nc > ceil then ceil = nc end
+end
+if cur > ceil then ceil = cur end
+redis.call('HSET', KEYS[1], 'cur', string.format('%d', cur), 'ceil', string.format('%d', ceil))
+if me ~= '' then redis.call('HSET', KEYS[1], 'node', me) end
+return {stale, string.format('%d', was)}
+`)
+
+// refill leases a block from the database and installs it. Concurrent
+// accepts of one conversation share one lease (singleflight), so a burst
+// burns one block, not one per request. force skips the check that another
+// refill already installed a block (the allocator was reported stale: its
+// cur < ceil proves nothing).
+func (a *Accepter) refill(ctx context.Context, shard int, conversationID string, force bool) error {
+	key := conversationID
+	if force {
+		key = "stale\x00" + conversationID
+	}
+	_, err, _ := a.inflight.Do(key, func() (any, error) {
+		// An accept that saw "lease" just before another refill of this
+		// process installed a fresh block must not lease again.
+		if vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result(); err == nil && !force {
+			cur, _ := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
+			ceil, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
+			if cur < ceil {
+				return nil, nil
+			}
+		}
+		lease, err := a.leaser.Lease(ctx, conversationID, a.block)
+		if err != nil {
+			return nil, fmt.Errorf("lease seqs for %s: %w", conversationID, err)
+		}
+		return nil, a.install(ctx, shard, conversationID, lease.Base, lease.Ceiling)
+	})
+	return err
+}
+
+func (a *Accepter) install(ctx context.Context, shard int, conversationID string, base, ceiling int64) error {
+	fence := "0"
+	if a.opt.fence {
+		fence = "1"
+	}
+	res, err := installScript.Run(ctx, a.rdb, []string{a.keys.Seq(shard, conversationID)}, base, ceiling, fence).Slice()
+	if err != nil {
+		return classify("install lease", err)
+	}
+	if len(res) == 2 && fmt.Sprint(res[0]) == "1" {
+		a.lost.staleAllocator(shard, conversationID, fmt.Sprint(res[1]), base)
+	}
+	return nil
+}
+
+// Retire makes the Redis allocator of conversationID continue above seq
+// (next accept leases a fresh block if the current one ends below it). The
+// synchronous fallback calls it for every conversation it allocated in while
+// Redis was down, so seqs keep rising in issue order once Redis is back.
+func (a *Accepter) Retire(ctx context.Context, conversationID string, seq int64) error {
+	return a.install(ctx, a.keys.Shard(conversationID), conversationID, seq, seq)
 }

@@ -2,13 +2,10 @@ package streams
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -24,7 +21,14 @@ type acceptOptions struct {
 	log         *slog.Logger
 	reg         prometheus.Registerer
 	lostGrace   time.Duration
+	instance    string
+	perfLog     *slog.Logger
 }
+
+// WithInstanceID has every stream entry the accept step appends carry id
+// (cluster.instance_id) in its instance_id field, for operators reading
+// the streams and dead letters; no stage reads it.
+func WithInstanceID(id string) AcceptOption { return func(o *acceptOptions) { o.instance = id } }
 
 // WithoutFence turns the run_id fence off. Only for a Redis that cannot
 // fail over or restart with old data and lacks INFO in scripts: the
@@ -53,57 +57,4 @@ type SavedLookup interface {
 // (nexo_accept_lost_total on reg) and logged, one line per message.
 func WithLostCheck(lookup SavedLookup, log *slog.Logger, reg prometheus.Registerer, grace time.Duration) AcceptOption {
 	return func(o *acceptOptions) { o.lookup, o.log, o.reg, o.lostGrace = lookup, log, reg, grace }
-}
-
-// run executes the accept script (pipelined with concurrent accepts by the
-// batcher); with replicas and an appending accept it
-// pipelines WAIT after the script on the same connection (in a cluster, a
-// connection to the master of the shard's slot), because WAIT counts the
-// replication of the calling connection's writes only.
-func (a *Accepter) run(ctx context.Context, keys []string, args []any, appending bool) ([]string, error) {
-	if a.opt.replicas <= 0 || !appending {
-		res, err := a.batch.run(ctx, keys, args)
-		return res, classify("accept", err)
-	}
-	var conn redis.Cmdable = a.rdb
-	if cc, ok := a.rdb.(*redis.ClusterClient); ok {
-		node, err := cc.MasterForKey(ctx, keys[0])
-		if err != nil {
-			return nil, classify("accept: master of shard", err)
-		}
-		conn = node
-	}
-	for attempt := 0; ; attempt++ {
-		var script *redis.Cmd
-		var wait *redis.Cmd
-		_, err := conn.Pipelined(ctx, func(p redis.Pipeliner) error {
-			script = acceptScript.EvalSha(ctx, p, keys, args...)
-			wait = p.Do(ctx, "WAIT", a.opt.replicas, a.opt.waitTimeout.Milliseconds())
-			return nil
-		})
-		if err != nil && attempt == 0 && redis.HasErrorPrefix(script.Err(), "NOSCRIPT") {
-			if err := acceptScript.Load(ctx, conn).Err(); err != nil {
-				return nil, classify("accept: load script", err)
-			}
-			continue
-		}
-		if err := script.Err(); err != nil {
-			if cc, ok := a.rdb.(*redis.ClusterClient); ok && strings.HasPrefix(err.Error(), "MOVED ") {
-				cc.ReloadState(ctx) // the slot moved since MasterForKey: next send finds the new master
-				return nil, fmt.Errorf("accept: %w: %w", ErrRedisUnavailable, err)
-			}
-			return nil, classify("accept", err)
-		}
-		res, err := script.StringSlice()
-		if err != nil {
-			return nil, classify("accept", err)
-		}
-		if n, err := wait.Int64(); err != nil || n < int64(a.opt.replicas) {
-			if len(res) > 0 && res[0] == "ok" {
-				return nil, fmt.Errorf("accept: %w: %d of %d replica(s) acknowledged within %s (%v)",
-					domain.ErrServerBusy, n, a.opt.replicas, a.opt.waitTimeout, err)
-			}
-		}
-		return res, nil
-	}
 }

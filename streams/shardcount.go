@@ -37,7 +37,7 @@ func CheckShardCount(ctx context.Context, rdb redis.UniversalClient, keys Keys) 
 	recorded, _ := strconv.Atoi(prev)
 	var busy []string
 	for shard := keys.Shards(); shard < recorded; shard++ {
-		for _, sg := range [][2]string{{keys.ToSave(shard), GroupSave}, {keys.ToDeliver(shard), GroupDeliver}} {
+		for _, sg := range [][2]string{{keys.ToSave(shard), keys.SaveGroup()}, {keys.ToDeliver(shard), keys.DeliverGroup()}} {
 			n, err := unfinished(ctx, rdb, sg[0], sg[1])
 			if err != nil {
 				return err

@@ -75,7 +75,7 @@ func (h *DeliverHandler) Handle(ctx context.Context, shard int, batch []redis.XM
 	ctx = store.WithOpCounter(ctx, h.metrics.Ops(streams.GroupDeliver))
 	h.metrics.StageMessages.WithLabelValues(streams.GroupDeliver).Add(float64(len(batch)))
 	commit := streams.Commit{
-		Input: h.keys.ToDeliver(shard), Group: streams.GroupDeliver, Next: h.keys.ToSave(shard), Dead: h.keys.Dead(shard),
+		Input: h.keys.ToDeliver(shard), Group: h.keys.DeliverGroup(), Next: h.keys.ToSave(shard), Dead: h.keys.Dead(shard),
 	}
 	now := time.Now().UnixMilli()
 	for _, x := range batch {

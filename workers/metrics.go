@@ -138,8 +138,8 @@ func (c *StreamCollector) Collect(ch chan<- prometheus.Metric) {
 	for shard := 0; shard < c.keys.Shards(); shard++ {
 		s := strconv.Itoa(shard)
 		for _, st := range []struct{ name, key, group string }{
-			{"to_save", c.keys.ToSave(shard), streams.GroupSave},
-			{"to_deliver", c.keys.ToDeliver(shard), streams.GroupDeliver},
+			{"to_save", c.keys.ToSave(shard), c.keys.SaveGroup()},
+			{"to_deliver", c.keys.ToDeliver(shard), c.keys.DeliverGroup()},
 			{"dead", c.keys.Dead(shard), ""},
 		} {
 			if n, err := c.rdb.XLen(ctx, st.key).Result(); err == nil {

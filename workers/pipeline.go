@@ -52,10 +52,10 @@ func NewPipeline(rdb redis.UniversalClient, keys streams.Keys, cfg configs.Strea
 // before the stages first run are kept for them.
 func (p *Pipeline) EnsureGroups(ctx context.Context) error {
 	for shard := 0; shard < p.keys.Shards(); shard++ {
-		if err := streams.EnsureGroup(ctx, p.rdb, p.keys.ToSave(shard), streams.GroupSave); err != nil {
+		if err := streams.EnsureGroup(ctx, p.rdb, p.keys.ToSave(shard), p.keys.SaveGroup()); err != nil {
 			return err
 		}
-		if err := streams.EnsureGroup(ctx, p.rdb, p.keys.ToDeliver(shard), streams.GroupDeliver); err != nil {
+		if err := streams.EnsureGroup(ctx, p.rdb, p.keys.ToDeliver(shard), p.keys.DeliverGroup()); err != nil {
 			return err
 		}
 	}
@@ -135,11 +135,10 @@ func (p *Pipeline) trimDead(ctx context.Context) {
 // once and dead consumers are pruned.
 func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error {
 	g, gctx := errgroup.WithContext(ctx)
-	for group, stage := range p.stages {
-		stream := p.keys.ToSave(shard)
-		count := p.save.BatchSize
-		if group == streams.GroupDeliver {
-			stream, count = p.keys.ToDeliver(shard), p.cfg.ReadCount
+	for name, stage := range p.stages {
+		stream, group, count := p.keys.ToSave(shard), p.keys.SaveGroup(), p.save.BatchSize
+		if name == streams.GroupDeliver {
+			stream, group, count = p.keys.ToDeliver(shard), p.keys.DeliverGroup(), p.cfg.ReadCount
 		}
 		cfg := streams.ConsumerConfig{
 			Stream: stream, Group: group, Consumer: p.name, Count: count, Block: p.cfg.Block,

@@ -111,7 +111,7 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	h.metrics.StageMessages.WithLabelValues(streams.GroupSave).Add(float64(len(batch)))
 	entries := make([]streams.Entry, 0, len(batch))
 	commit := streams.Commit{
-		Input: h.keys.ToSave(shard), Group: streams.GroupSave, Next: h.keys.ToDeliver(shard), Dead: h.keys.Dead(shard),
+		Input: h.keys.ToSave(shard), Group: h.keys.SaveGroup(), Next: h.keys.ToDeliver(shard), Dead: h.keys.Dead(shard),
 	}
 	for _, x := range batch {
 		e, err := streams.Decode(x)
@@ -317,7 +317,7 @@ func (h *SaveHandler) countOffender(ctx context.Context, m *domain.Message) {
 // times (the group's delivery count survives restarts and reclaims).
 func (h *SaveHandler) giveUp(ctx context.Context, shard int, id string) bool {
 	p, err := h.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: h.keys.ToSave(shard), Group: streams.GroupSave, Start: id, End: id, Count: 1,
+		Stream: h.keys.ToSave(shard), Group: h.keys.SaveGroup(), Start: id, End: id, Count: 1,
 	}).Result()
 	if err != nil || len(p) == 0 {
 		return false

@@ -101,9 +101,9 @@ type App struct {
 	groups   *group.Service
 	members  *group.Members
 	realtime *presence.Realtime
-	// router is the cluster's ws.Registry over ws: every push and session
+	// relay is the cluster's ws.Registry over ws: every push and session
 	// event goes through it (cmd/app/cluster.go).
-	router *cluster.Router
+	relay *cluster.Relay
 	// shardsOf, when set, reports which stream shards each live instance
 	// owns, by instance id, for GET /admin/cluster.
 	shardsOf func(ctx context.Context) map[string][]int
@@ -131,7 +131,7 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 		{"listener", a.listen},
 		{"cluster membership", a.buildMembership},
 		{"websocket", a.buildWebSocket},
-		{"cluster routing", a.buildRouter},
+		{"cluster relay", a.buildRelay},
 		{"gateway", a.buildGateway},
 		{"messaging", a.buildMessaging},
 		{"observability", a.buildObservability},

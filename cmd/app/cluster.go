@@ -14,6 +14,7 @@ import (
 	"github.com/nexo-im/nexo/gateway/cluster"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // buildMembership registers this process as a cluster instance
@@ -66,40 +67,40 @@ func defaultInstanceID(addr net.Addr) string {
 	return id
 }
 
-// buildRouter builds the cluster's ws.Registry (gateway/cluster) over the
+// buildRelay builds the cluster's ws.Registry (gateway/cluster) over the
 // local WebSocket hub: every push of every kind and every session event
 // goes through it. The bus is GoChannel in the embedded default (one
 // process), else cluster.bus. The inbox is subscribed here, before
 // serving, and the other instances are told this one joined.
-func (a *App) buildRouter(ctx context.Context) error {
+func (a *App) buildRelay(ctx context.Context) error {
 	bus, err := a.openBus(ctx)
 	if err != nil {
 		return err
 	}
 	a.add(component{name: "cluster bus", stop: func(context.Context) error { return bus.Close() }})
 	presence := store.NewPresence(a.rdb, a.keys, a.member.Incarnation(), a.cfg.WS.PresenceTTL).WithLive(a.member.IsLive)
-	router, err := cluster.New(cluster.Deps{Local: a.ws, Presence: presence, Membership: a.member, Bus: bus,
+	relay, err := cluster.NewRelay(cluster.Deps{Local: a.ws, Presence: presence, Membership: a.member, Bus: bus,
 		MaxAge: a.cfg.Cluster.InboxMaxAge, Log: a.log, Metrics: a.metrics})
 	if err != nil {
 		return err
 	}
-	if err := router.Start(ctx); err != nil {
+	if err := relay.Start(ctx); err != nil {
 		return err
 	}
-	a.router = router
-	a.add(component{name: "cluster inbox", run: router.Run})
+	a.relay = relay
+	a.add(component{name: "cluster inbox", run: relay.Run})
 	return nil
 }
 
 // openBus opens the bus cluster.bus names (GoChannel when embedded). The
 // Redis bus gets two clients of its own: watermill closes what it is given.
-func (a *App) openBus(ctx context.Context) (*cluster.Bus, error) {
+func (a *App) openBus(ctx context.Context) (*streams.Bus, error) {
 	c := a.cfg.Cluster
 	switch {
 	case a.embedded:
-		return cluster.NewGoChannelBus(a.log), nil
+		return streams.NewGoChannelBus(a.log), nil
 	case c.Bus == configs.BusNATS:
-		return cluster.NewNATSBus(c.NATSURL, a.keys.Prefix, c.InboxMaxAge, c.InboxMaxLen, a.log)
+		return streams.NewNATSBus(c.NATSURL, a.keys.Prefix, c.InboxMaxAge, c.InboxMaxLen, a.log)
 	}
 	pub, err := store.OpenRedis(ctx, a.cfg.Redis, nil)
 	if err != nil {
@@ -110,7 +111,7 @@ func (a *App) openBus(ctx context.Context) (*cluster.Bus, error) {
 		_ = pub.Close()
 		return nil, err
 	}
-	bus, err := cluster.NewRedisBus(ctx, pub, sub, a.keys.Prefix, a.member.Self().ID, c.InboxMaxLen, a.log)
+	bus, err := streams.NewRedisBus(ctx, pub, sub, a.keys.Prefix, a.member.Self().ID, c.InboxMaxLen, a.log)
 	if err != nil {
 		_, _ = pub.Close(), sub.Close()
 		return nil, err
@@ -123,7 +124,7 @@ func (a *App) openBus(ctx context.Context) (*cluster.Bus, error) {
 // 1008, here at once and on the other instances within the bus latency
 // (well under 1 s). For the server API's user disable.
 func (a *App) DisconnectUser(ctx context.Context, userID string, e *wire.Error) {
-	a.router.DisconnectUser(ctx, userID, e)
+	a.relay.DisconnectUser(ctx, userID, e)
 }
 
 // ClusterJSON is the answer of GET /admin/cluster.

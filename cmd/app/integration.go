@@ -62,9 +62,9 @@ func corsMiddleware(cfg configs.Config) app.HandlerFunc {
 // hubSessions adapts the WebSocket hub to account.Sessions.
 type hubSessions struct{ a *App }
 
-// Disconnect ends the sessions on every instance (the cluster router).
+// Disconnect ends the sessions on every instance (the cluster relay).
 func (h hubSessions) Disconnect(userID string, platformID int, jti string) {
-	h.a.router.RevokeSession(context.Background(), userID, platformID, jti)
+	h.a.relay.RevokeSession(context.Background(), userID, platformID, jti)
 }
 
 // webhooks is what buildWebhooks made; every field is nil when its
@@ -139,7 +139,7 @@ func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *st
 			a.add(component{name: "offline push", run: off.Run})
 		}
 	}
-	a.realtime = presence.NewRealtime(sessions, events, members, a.router, a.cfg.WS.PingInterval, a.log)
+	a.realtime = presence.NewRealtime(sessions, events, members, a.relay, a.cfg.WS.PingInterval, a.log)
 	a.realtime.Register(a.ws)
 	a.add(component{name: "session renewal", run: a.realtime.Run})
 

@@ -28,7 +28,7 @@ import (
 )
 
 // buildWebSocket builds this process's WebSocket gateway; the cluster
-// router (buildRouter) wraps it.
+// relay (buildRelay) wraps it.
 func (a *App) buildWebSocket(context.Context) error {
 	instance := a.member.Incarnation()
 	a.audit = a.newAudit()
@@ -36,9 +36,9 @@ func (a *App) buildWebSocket(context.Context) error {
 		Audit: a.audit, Auth: a.verifier, Tokens: auth.SessionChecker{Tokens: a.tokens, Floors: a.tokens}, Logger: a.log, Metrics: a.metrics, Limiter: a.userLimit,
 		Presence: store.NewPresence(a.rdb, a.keys, instance, a.cfg.WS.PresenceTTL),
 		// The login policy on the other instances, then offline resend;
-		// a.router and a.resender are set by later steps, before serving.
+		// a.relay and a.resender are set by later steps, before serving.
 		OnConnect: func(ctx context.Context, c *ws.Conn) {
-			if r := a.router; r != nil {
+			if r := a.relay; r != nil {
 				r.SessionStarted(ctx, c)
 			}
 			if rt := a.realtime; rt != nil {
@@ -64,13 +64,13 @@ var _ workers.Pusher = (*chat.Pusher)(nil)
 // deliver stages on every shard, the message service and its routes, and
 // mounts /ws (after every WS handler is registered).
 func (a *App) buildMessaging(ctx context.Context) error {
-	keys := streams.NewKeys(a.cfg.Redis.KeyPrefix, a.cfg.Streams.Shards)
+	keys := streams.NewKeys(a.cfg.Redis.KeyPrefix, a.cfg.Streams.Shards).WithNames(a.cfg.Streams.Names)
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
 	// The pipeline's pushes, encoded by the gateway and routed to the
-	// instance holding each connection (a.router wraps the local registry).
-	pusher := chat.NewPusher(ws.NewPushes(a.router, a.log))
+	// instance holding each connection (a.relay wraps the local registry).
+	pusher := chat.NewPusher(ws.NewPushes(a.relay, a.log))
 
 	m := workers.NewMetrics(a.metrics)
 	audit := a.audit
@@ -91,7 +91,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
 	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
-	groupFanout := group.NewFanout(members, ws.NewPushes(a.router, a.log), a.cfg.Group.Push, a.metrics)
+	groupFanout := group.NewFanout(members, ws.NewPushes(a.relay, a.log), a.cfg.Group.Push, a.metrics)
 	convRepo := store.NewConversationRepo(a.db)
 	// recv_msg_opt 1 of single chats, read by the deliver stage and the
 	// synchronous path's pushes without a query per message.
@@ -100,6 +100,9 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
 	if !a.embedded { // the embedded Redis starts empty every time
+		if err := streams.CheckNames(ctx, a.rdb, keys); err != nil {
+			return err
+		}
 		if err := streams.CheckShardCount(ctx, a.rdb, keys); err != nil {
 			return err
 		}
@@ -284,15 +287,20 @@ func newRegistry() *prometheus.Registry {
 
 // acceptOptions: the run_id fence and the lost-message check on every real
 // Redis (the embedded in-process one cannot fail over and has no INFO in
-// scripts), and the replica wait of two_phase.accept_replicas.
+// scripts), and the replica wait of two_phase.accept_replicas; everywhere,
+// this instance's id in every stream entry and the log.accept_perf line.
 func (a *App) acceptOptions(msgs *store.MessageRepo) []streams.AcceptOption {
-	if a.embedded {
-		return []streams.AcceptOption{streams.WithoutFence()}
+	opts := []streams.AcceptOption{streams.WithInstanceID(a.member.Self().ID)}
+	if a.cfg.Log.AcceptPerf {
+		opts = append(opts, streams.WithAcceptPerfLog(a.log))
 	}
-	return []streams.AcceptOption{
+	if a.embedded {
+		return append(opts, streams.WithoutFence())
+	}
+	return append(opts,
 		streams.WithReplicas(a.cfg.TwoPhase.AcceptReplicas, a.cfg.TwoPhase.AcceptReplicasTimeout),
 		streams.WithLostCheck(msgs, a.log, a.metrics, 10*time.Second),
-	}
+	)
 }
 
 // ReleaseShards stops this instance's save and deliver stages after the

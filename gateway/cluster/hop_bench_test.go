@@ -15,8 +15,8 @@ import (
 // adds, alone: instance a pushes to a user held by b (the outbox, one
 // presence answer from memory, the bus, b's inbox, b's local push), one
 // push at a time, timed from PushToUsers to b's local connection having
-// it; p50/p99 in µs (the target: a cross-instance push adds
-// at most 1 ms p99), on the default bus (Redis Streams); run:
+// it; p50/p99 in µs (the target: a cross-instance push adds at most
+// 1 ms p99), on the default bus (Redis Streams); run:
 //
 //	go test -run '^$' -bench CrossInstanceHop -benchtime 2000x ./gateway/cluster
 func BenchmarkCrossInstanceHop(b *testing.B) {
@@ -32,8 +32,8 @@ func BenchmarkCrossInstanceHop(b *testing.B) {
 			live := []store.Instance{*a, *bb}
 			presence := fakePresence{"u1": {"b#2"}}
 			localA, localB := newFakeLocal(), newFakeLocal("u1")
-			mk := func(self *store.Instance, l *fakeLocal) *Router {
-				return startRouter(b, Deps{Local: l, Presence: presence, Membership: &fakeMembership{self: *self, live: live},
+			mk := func(self *store.Instance, l *fakeLocal) *Relay {
+				return startRelay(b, Deps{Local: l, Presence: presence, Membership: &fakeMembership{self: *self, live: live},
 					Bus: open(b, self.ID), MaxAge: time.Minute})
 			}
 			ra := mk(a, localA)

@@ -2,13 +2,10 @@ package cluster
 
 import (
 	"context"
-	"encoding/binary"
-	"errors"
-	"strings"
 	"time"
 
-	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // The outbox batches remote pushes: PushToUsers delivers to local
@@ -18,8 +15,8 @@ import (
 // all of that instance's frames. Under load a batch holds what the deliver
 // and save stages pushed during the previous flush, so the Redis round
 // trips per message fall with the rate; when idle each push flushes alone,
-// at once. The rule (docs/cluster.md): one envelope per target
-// instance per batch.
+// at once. The rule (docs/cluster.md): one envelope per target instance
+// per batch.
 
 const (
 	// outboxSize bounds the queue; a push that finds it full is routed
@@ -27,23 +24,15 @@ const (
 	outboxSize = 16384
 	// outboxBatch bounds one flush.
 	outboxBatch = 512
-	// kindPushes is an envelope of several pushes (payload: encodePushes).
+	// kindPushes is an envelope of several pushes (payload:
+	// streams.EncodeBusPushes).
 	kindPushes = "pushes"
 )
 
-// pushItem is one queued push: a frame for some users, except one
-// connection, tagged with its message for the audit.
-type pushItem struct {
-	users  []string
-	except string
-	msg    *ws.MsgRef
-	frame  []byte
-}
-
 // flushLoop publishes queued pushes until ctx ends, then publishes what is
 // still queued (bounded by the stop timeout) and returns.
-func (r *Router) flushLoop(ctx context.Context) {
-	batch := make([]pushItem, 0, outboxBatch)
+func (r *Relay) flushLoop(ctx context.Context) {
+	batch := make([]streams.BusPush, 0, outboxBatch)
 	for {
 		select {
 		case <-ctx.Done():
@@ -65,7 +54,7 @@ func (r *Router) flushLoop(ctx context.Context) {
 }
 
 // take appends what is queued now to batch, up to outboxBatch items.
-func (r *Router) take(batch []pushItem) []pushItem {
+func (r *Relay) take(batch []streams.BusPush) []streams.BusPush {
 	for len(batch) < outboxBatch {
 		select {
 		case it := <-r.out:
@@ -79,11 +68,11 @@ func (r *Router) take(batch []pushItem) []pushItem {
 
 // flush routes batch: one presence lookup for every recipient, one
 // envelope per target instance.
-func (r *Router) flush(ctx context.Context, batch []pushItem) {
+func (r *Relay) flush(ctx context.Context, batch []streams.BusPush) {
 	var users []string
 	index := map[string]int{}
 	for _, it := range batch {
-		for _, u := range it.users {
+		for _, u := range it.Users {
 			if _, ok := index[u]; !ok {
 				index[u] = len(users)
 				users = append(users, u)
@@ -97,11 +86,11 @@ func (r *Router) flush(ctx context.Context, batch []pushItem) {
 		return
 	}
 	self := r.membership.Incarnation()
-	perInstance := map[string][]pushItem{}
+	perInstance := map[string][]streams.BusPush{}
 	for _, it := range batch {
 		// The item's users, split by the instance holding them.
 		var split map[string][]string
-		for _, u := range it.users {
+		for _, u := range it.Users {
 			for _, in := range at[index[u]] {
 				if in == self {
 					continue
@@ -114,82 +103,13 @@ func (r *Router) flush(ctx context.Context, batch []pushItem) {
 		}
 		for in, us := range split {
 			part := it
-			part.users = us
+			part.Users = us
 			perInstance[in] = append(perInstance[in], part)
 		}
 	}
 	r.m.batch.Observe(float64(len(batch)))
 	for in, items := range perInstance {
 		id, _, _ := store.ParseIncarnation(in)
-		r.publish(ctx, id, envelope{kind: kindPushes, payload: encodePushes(items)})
+		r.publish(ctx, id, streams.BusEnvelope{Kind: kindPushes, Payload: streams.EncodeBusPushes(items)})
 	}
-}
-
-// encodePushes lays items out as, per item: users (comma-joined), except,
-// server_msg_id, conversation_id, seq, frame; strings and the frame
-// length-prefixed (uvarint), seq a varint.
-func encodePushes(items []pushItem) []byte {
-	var b []byte
-	str := func(s string) {
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	}
-	for _, it := range items {
-		str(strings.Join(it.users, ","))
-		str(it.except)
-		var ref ws.MsgRef
-		if it.msg != nil {
-			ref = *it.msg
-		}
-		str(ref.ServerMsgID)
-		str(ref.ConversationID)
-		b = binary.AppendVarint(b, ref.Seq)
-		b = binary.AppendUvarint(b, uint64(len(it.frame)))
-		b = append(b, it.frame...)
-	}
-	return b
-}
-
-var errBadPushes = errors.New("malformed pushes envelope")
-
-// decodePushes reverses encodePushes.
-func decodePushes(b []byte) ([]pushItem, error) {
-	var out []pushItem
-	next := func() ([]byte, error) {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || uint64(len(b)-k) < n {
-			return nil, errBadPushes
-		}
-		v := b[k : k+int(n)]
-		b = b[k+int(n):]
-		return v, nil
-	}
-	for len(b) > 0 {
-		var f [4][]byte
-		for i := range f {
-			v, err := next()
-			if err != nil {
-				return nil, err
-			}
-			f[i] = v
-		}
-		seq, k := binary.Varint(b)
-		if k <= 0 {
-			return nil, errBadPushes
-		}
-		b = b[k:]
-		frame, err := next()
-		if err != nil {
-			return nil, err
-		}
-		it := pushItem{except: string(f[1]), frame: frame}
-		if len(f[0]) > 0 {
-			it.users = strings.Split(string(f[0]), ",")
-		}
-		if len(f[2]) > 0 {
-			it.msg = &ws.MsgRef{ServerMsgID: string(f[2]), ConversationID: string(f[3]), Seq: seq}
-		}
-		out = append(out, it)
-	}
-	return out, nil
 }

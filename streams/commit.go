@@ -155,7 +155,7 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 	for _, st := range c.Settle {
 		keys = append(keys, st.Key)
 	}
-	args := make([]any, 0, 6+len(c.Ack)+len(c.ToNext)*12+len(c.ToDead)*14+len(c.MarkSaved)*3+len(c.Settle))
+	args := make([]any, 0, 6+len(c.Ack)+len(c.ToNext)*14+len(c.ToDead)*14+len(c.MarkSaved)*3+len(c.Settle))
 	args = append(args, c.Group, token, len(c.Ack))
 	for _, id := range c.Ack {
 		args = append(args, id)

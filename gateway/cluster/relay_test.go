@@ -2,11 +2,8 @@ package cluster
 
 import (
 	"context"
-	"net"
-	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +16,7 @@ import (
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // fakeLocal is an instance's connection registry: users it holds, and what
@@ -137,11 +135,11 @@ func (m *fakeMembership) Live() []store.Instance        { return m.live }
 func (m *fakeMembership) Recent() []store.Instance      { return m.recent }
 func (m *fakeMembership) Refresh(context.Context) error { return nil }
 
-// startRouter builds a router over d, starts it and runs it until the
+// startRelay builds a relay over d, starts it and runs it until the
 // test ends.
-func startRouter(tb testing.TB, d Deps) *Router {
+func startRelay(tb testing.TB, d Deps) *Relay {
 	tb.Helper()
-	r, err := New(d)
+	r, err := NewRelay(d)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -157,30 +155,29 @@ func startRouter(tb testing.TB, d Deps) *Router {
 
 // busFactory opens the bus of one instance; the two instances of a test
 // share the backend (and its prefix).
-type busFactory func(t testing.TB, self string) *Bus
+type busFactory func(t testing.TB, self string) *streams.Bus
 
 func busBackends(t testing.TB) map[string]busFactory {
 	out := map[string]busFactory{}
-	shared := NewGoChannelBus(nil)
+	shared := streams.NewGoChannelBus(nil)
 	t.Cleanup(func() { _ = shared.Close() })
-	out["gochannel"] = func(testing.TB, string) *Bus { return shared }
+	out["gochannel"] = func(testing.TB, string) *streams.Bus { return shared }
 
-	out["redis"] = func(t testing.TB, self string) *Bus {
+	out["redis"] = func(t testing.TB, self string) *streams.Bus {
 		rdb, _ := storetest.Redis(t)
 		prefix := redisPrefix(t)
 		t.Cleanup(func() { storetest.DeletePrefix(rdb, prefix) })
 		addr := rdb.Options().Addr
 		pub, sub := redis.NewClient(&redis.Options{Addr: addr}), redis.NewClient(&redis.Options{Addr: addr})
-		b, err := NewRedisBus(context.Background(), pub, sub, prefix, self, 1000, nil)
+		b, err := streams.NewRedisBus(context.Background(), pub, sub, prefix, self, 1000, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	}
-	out["nats"] = func(t testing.TB, self string) *Bus {
-		url := testNATS(t)
-		b, err := NewNATSBus(url, redisPrefix(t), time.Minute, 1000, nil)
+	out["nats"] = func(t testing.TB, self string) *streams.Bus {
+		b, err := streams.NewNATSBus(storetest.NATS(t), redisPrefix(t), time.Minute, 1000, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -198,24 +195,6 @@ func redisPrefix(t testing.TB) string {
 	return p.(string)
 }
 
-func testNATS(t testing.TB) string {
-	t.Helper()
-	url := "nats://127.0.0.1:4222"
-	if v := os.Getenv("NEXO_TEST_NATS_URL"); v != "" {
-		url = v
-	}
-	addr := strings.TrimPrefix(url, "nats://")
-	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("NATS on %s unreachable under CI=true: %v", addr, err)
-		}
-		t.Skipf("NATS on %s unreachable: %v", addr, err)
-	}
-	_ = c.Close()
-	return url
-}
-
 // TestClusterBusInbox: on every backend, pushes for users on another
 // instance arrive there in envelopes of one or more pushes (the outbox),
 // with the frame bytes unchanged and in publish order; session events arrive; an envelope older
@@ -229,8 +208,8 @@ func TestClusterBusInbox(t *testing.T) {
 			live := []store.Instance{*a, *b}
 			presence := fakePresence{"u1": {"b#2"}, "u2": {"b#2", "a#1"}, "u3": {"a#1"}}
 			localA, localB := newFakeLocal("u2", "u3"), newFakeLocal("u1", "u2")
-			mk := func(self *store.Instance, l *fakeLocal) *Router {
-				return startRouter(t, Deps{Local: l, Presence: presence, Membership: &fakeMembership{self: *self, live: live},
+			mk := func(self *store.Instance, l *fakeLocal) *Relay {
+				return startRelay(t, Deps{Local: l, Presence: presence, Membership: &fakeMembership{self: *self, live: live},
 					Bus: open(t, self.ID), MaxAge: time.Second})
 			}
 			ra := mk(a, localA)
@@ -263,8 +242,8 @@ func TestClusterBusInbox(t *testing.T) {
 			localA.wait(t, "the revocation on a", func() bool { return slices.Contains(localA.revoked, "u3/jti-1") })
 
 			// A stale envelope: dropped on arrival, counted.
-			old := envelope{kind: kindPush, users: []string{"u1"}, payload: []byte(`{"stale":true}`), from: "a#1", at: time.Now().Add(-time.Minute)}
-			if err := ra.bus.Pub.Publish(ra.bus.Topic("b"), old.message()); err != nil {
+			old := streams.BusEnvelope{Kind: kindPush, Users: []string{"u1"}, Payload: []byte(`{"stale":true}`), From: "a#1", At: time.Now().Add(-time.Minute)}
+			if err := ra.bus.Publish(ctx, "b", old); err != nil {
 				t.Fatal(err)
 			}
 			ra.PushToUsers(ctx, []string{"u1"}, ws.FrameFromBytes([]byte(`{"after":true}`)), "")
@@ -290,12 +269,32 @@ func TestSessionEventsReachARecentInstance(t *testing.T) {
 			a := store.Instance{ID: "a", Epoch: 1}
 			b := store.Instance{ID: "b", Epoch: 2}
 			localB := newFakeLocal("u1")
-			ra := startRouter(t, Deps{Local: newFakeLocal(), Presence: fakePresence{"u1": {"b#2"}},
+			ra := startRelay(t, Deps{Local: newFakeLocal(), Presence: fakePresence{"u1": {"b#2"}},
 				Membership: &fakeMembership{self: a, live: []store.Instance{a}, recent: []store.Instance{b}}, Bus: open(t, "a"), MaxAge: time.Minute})
-			startRouter(t, Deps{Local: localB, Presence: fakePresence{}, Membership: &fakeMembership{self: b, live: []store.Instance{a, b}},
+			startRelay(t, Deps{Local: localB, Presence: fakePresence{}, Membership: &fakeMembership{self: b, live: []store.Instance{a, b}},
 				Bus: open(t, "b"), MaxAge: time.Minute})
 			ra.RevokeSession(ctx, "u1", 5, "jti-1")
 			localB.wait(t, "the revocation on the recent instance", func() bool { return slices.Contains(localB.revoked, "u1/jti-1") })
 		})
+	}
+}
+
+// TestInboxNoConnectionCountsOnlyMisses: a push from the inbox counts a
+// recipient with no connection here, not a sender whose only connection
+// here is the one the push excepts (its own sending connection).
+func TestInboxNoConnectionCountsOnlyMisses(t *testing.T) {
+	local := newFakeLocal("alice", "bob")
+	local.conn = map[string]string{"alice": "conn-a"}
+	r, err := NewRelay(Deps{Local: local, Presence: fakePresence{}, Membership: &fakeMembership{}, Bus: &streams.Bus{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.pushLocal(context.Background(), streams.BusPush{Users: []string{"alice", "bob", "gone"}, Except: "conn-a", Frame: []byte(`{}`)})
+	if got := testutil.ToFloat64(r.m.noConn); got != 1 {
+		t.Fatalf("inbox_no_connection = %v, want 1 (only the user with no connection here)", got)
+	}
+	r.pushLocal(context.Background(), streams.BusPush{Users: []string{"alice"}, Frame: []byte(`{}`)})
+	if got := testutil.ToFloat64(r.m.noConn); got != 1 || len(local.got["alice"]) != 1 {
+		t.Fatalf("inbox_no_connection = %v, alice got %d frames", got, len(local.got["alice"]))
 	}
 }

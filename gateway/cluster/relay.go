@@ -1,28 +1,36 @@
-// Package cluster routes pushes and session events between Nexo instances
-// (docs/cluster.md). Router implements ws.Registry over the local
+// Package cluster relays pushes and session events between Nexo instances
+// (docs/cluster.md). Relay implements ws.Registry over the local
 // *ws.Server: a push reaches the recipients' connections here directly and
 // goes to every other instance that holds one of them as ONE envelope per
 // target instance per batch, carrying the frame bytes already encoded.
 // Session events (login-policy kicks, revocations, disconnects) are
-// envelopes on the same bus. The bus is watermill (bus.go).
+// envelopes on the same bus, streams.Bus (watermill on Redis Streams, NATS
+// JetStream or an in-process channel), which the relay uses through Bus.
 package cluster
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/ThreeDotsLabs/watermill/message"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
+)
+
+// Envelope kinds (streams.BusEnvelope.Kind).
+const (
+	kindPush       = "push"       // payload: an encoded frame for users
+	kindRevoke     = "revoke"     // end sessions of a revoked token
+	kindKick       = "kick"       // login policy: a newer connection elsewhere
+	kindDisconnect = "disconnect" // end every session of users (reason, detail)
+	kindJoin       = "join"       // an instance joined: re-read the live set
 )
 
 // Local is this process's connection registry (*ws.Server).
@@ -50,42 +58,54 @@ type Membership interface {
 	Refresh(ctx context.Context) error
 }
 
-// Deps are the Router's collaborators; all are required but Log and
+// Bus carries envelopes between instances (*streams.Bus): at least once
+// and, per (publisher, inbox), in publish order.
+type Bus interface {
+	// Subscribe starts reading the inbox of instanceID: every envelope
+	// published to it from then on is received, until the bus closes.
+	Subscribe(ctx context.Context, instanceID string) (*streams.Inbox, error)
+	// Publish sends e to the inbox of instanceID.
+	Publish(ctx context.Context, instanceID string, e streams.BusEnvelope) error
+}
+
+var _ Bus = (*streams.Bus)(nil)
+
+// Deps are the Relay's collaborators; all are required but Log and
 // Metrics.
 type Deps struct {
 	Local      Local
 	Presence   Presence
 	Membership Membership
-	Bus        *Bus
+	Bus        Bus
 	// MaxAge is cluster.inbox_max_age: older envelopes are dropped.
 	MaxAge  time.Duration
 	Log     *slog.Logger
 	Metrics prometheus.Registerer
 }
 
-// Router is the cluster's ws.Registry. Guarantees beyond ws.Registry's:
+// Relay is the cluster's ws.Registry. Guarantees beyond ws.Registry's:
 // frames to one user from one goroutine keep their order across instances
 // (one inbox per instance, read in publish order); an instance that holds
 // none of a batch's recipients gets nothing; while this instance is the
 // only live one no Redis is read on the push path.
-type Router struct {
+type Relay struct {
 	local      Local
 	presence   Presence
 	membership Membership
-	bus        *Bus
+	bus        Bus
 	maxAge     time.Duration
 	log        *slog.Logger
 	m          *metrics
-	inbox      <-chan *message.Message
-	out        chan pushItem // the outbox (outbox.go)
+	inbox      *streams.Inbox
+	out        chan streams.BusPush // the outbox (outbox.go)
 }
 
-var _ ws.Registry = (*Router)(nil)
+var _ ws.Registry = (*Relay)(nil)
 
-// New builds the router. Call Start before serving, then Run.
-func New(d Deps) (*Router, error) {
+// NewRelay builds the relay. Call Start before serving, then Run.
+func NewRelay(d Deps) (*Relay, error) {
 	if d.Local == nil || d.Presence == nil || d.Membership == nil || d.Bus == nil {
-		return nil, errors.New("cluster.New: Local, Presence, Membership and Bus are required")
+		return nil, errors.New("cluster.NewRelay: Local, Presence, Membership and Bus are required")
 	}
 	log := d.Log
 	if log == nil {
@@ -95,57 +115,47 @@ func New(d Deps) (*Router, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Router{local: d.Local, presence: d.Presence, membership: d.Membership, bus: d.Bus, maxAge: d.MaxAge, log: log, m: m,
-		out: make(chan pushItem, outboxSize)}, nil
+	return &Relay{local: d.Local, presence: d.Presence, membership: d.Membership, bus: d.Bus, maxAge: d.MaxAge, log: log, m: m,
+		out: make(chan streams.BusPush, outboxSize)}, nil
 }
 
 // Start subscribes to this instance's inbox (every envelope published
 // from now on is received) and tells the other live instances that this
 // one joined, so they route to it at once rather than at their next
 // heartbeat. Call it before serving connections.
-func (r *Router) Start(ctx context.Context) error {
-	topic := r.bus.Topic(r.membership.Self().ID)
-	if init, ok := r.bus.Sub.(message.SubscribeInitializer); ok {
-		if err := init.SubscribeInitialize(topic); err != nil && !strings.Contains(err.Error(), "already in use") {
-			return fmt.Errorf("cluster inbox %s: %w", topic, err)
-		}
-	}
+func (r *Relay) Start(ctx context.Context) error {
 	// The subscription outlives ctx (a start-up context): it ends when the
 	// bus is closed.
-	ch, err := r.bus.Sub.Subscribe(context.WithoutCancel(ctx), topic)
+	in, err := r.bus.Subscribe(ctx, r.membership.Self().ID)
 	if err != nil {
-		return fmt.Errorf("cluster inbox %s: %w", topic, err)
+		return err
 	}
-	r.inbox = ch
-	r.broadcast(ctx, envelope{kind: kindJoin})
+	r.inbox = in
+	r.broadcast(ctx, streams.BusEnvelope{Kind: kindJoin})
 	return nil
 }
 
 // Run handles inbox envelopes and flushes the outbox until ctx is done or
 // the subscription ends; it returns after publishing what is still queued.
-func (r *Router) Run(ctx context.Context) error {
+func (r *Relay) Run(ctx context.Context) error {
 	fctx, stopFlush := context.WithCancel(ctx)
 	flushed := make(chan struct{})
 	go func() { r.flushLoop(fctx); close(flushed) }()
 	defer func() { stopFlush(); <-flushed }()
 	for {
-		select {
-		case <-ctx.Done():
+		d, ok := r.inbox.Receive(ctx)
+		if !ok {
 			return nil
-		case msg, ok := <-r.inbox:
-			if !ok {
-				return nil
-			}
-			r.handle(ctx, msg)
-			msg.Ack()
 		}
+		r.handle(ctx, d.Envelope)
+		d.Ack()
 	}
 }
 
 // alone reports whether this is the only live instance: pushes then stay
 // local without a presence lookup. An instance that joins announces itself
 // (Start) before it serves, so this turns false before anyone connects there.
-func (r *Router) alone() bool {
+func (r *Relay) alone() bool {
 	live := r.membership.Live()
 	self := r.membership.Self()
 	return len(live) == 0 || len(live) == 1 && live[0].ID == self.ID && live[0].Epoch == self.Epoch
@@ -154,7 +164,7 @@ func (r *Router) alone() bool {
 // PushToUser implements ws.Registry: local connections now, other
 // instances through their inboxes. The count is the local connections that
 // accepted f plus one per remote instance it was published to.
-func (r *Router) PushToUser(ctx context.Context, userID string, f ws.Frame, exceptConn string) int {
+func (r *Relay) PushToUser(ctx context.Context, userID string, f ws.Frame, exceptConn string) int {
 	return r.PushToUsers(ctx, []string{userID}, f, exceptConn)
 }
 
@@ -164,27 +174,27 @@ func (r *Router) PushToUser(ctx context.Context, userID string, f ws.Frame, exce
 // local connections that accepted f, plus one when f was queued for other
 // instances (or, with the outbox full, one per instance it was published
 // to).
-func (r *Router) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int {
+func (r *Relay) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int {
 	n := r.local.PushToUsers(ctx, userIDs, f, exceptConn)
 	if r.alone() || len(userIDs) == 0 || f.IsZero() {
 		return n
 	}
 	// The item outlives the call: it keeps its own copy of the users.
-	it := pushItem{users: slices.Clone(userIDs), except: exceptConn, frame: f.Bytes()}
+	it := streams.BusPush{Users: slices.Clone(userIDs), Except: exceptConn, Frame: f.Bytes()}
 	if ref, ok := f.Msg(); ok {
-		it.msg = &ref
+		it.Msg = &ref
 	}
 	select {
 	case r.out <- it:
 		return n + 1
 	default: // the outbox is full: route this one now
-		return n + r.route(ctx, userIDs, envelope{kind: kindPush, except: exceptConn, msg: it.msg, payload: it.frame})
+		return n + r.route(ctx, userIDs, streams.BusEnvelope{Kind: kindPush, Except: exceptConn, Msg: it.Msg, Payload: it.Frame})
 	}
 }
 
 // route publishes e to every other live instance holding any of userIDs,
 // each envelope naming only that instance's users.
-func (r *Router) route(ctx context.Context, userIDs []string, e envelope) int {
+func (r *Relay) route(ctx context.Context, userIDs []string, e streams.BusEnvelope) int {
 	at, err := r.presence.InstancesOf(ctx, userIDs)
 	if err != nil {
 		r.m.errors.WithLabelValues("presence").Inc()
@@ -207,7 +217,7 @@ func (r *Router) route(ctx context.Context, userIDs []string, e envelope) int {
 	sent := 0
 	for in, users := range targets {
 		id, _, _ := store.ParseIncarnation(in)
-		e.users = users
+		e.Users = users
 		if r.publish(ctx, id, e) {
 			sent++
 		}
@@ -218,17 +228,17 @@ func (r *Router) route(ctx context.Context, userIDs []string, e envelope) int {
 // PushToConn implements ws.Registry for a connection of this instance.
 // Connection IDs are not in presence, so a connection elsewhere is not
 // reached (nothing in Nexo pushes to another instance's connection).
-func (r *Router) PushToConn(ctx context.Context, userID, connID string, f ws.Frame) bool {
+func (r *Relay) PushToConn(ctx context.Context, userID, connID string, f ws.Frame) bool {
 	return r.local.PushToConn(ctx, userID, connID, f)
 }
 
 // Online implements ws.Registry: whether userID has a connection on this
 // instance. OnlineOf answers for the cluster.
-func (r *Router) Online(userID string) bool { return r.local.Online(userID) }
+func (r *Relay) Online(userID string) bool { return r.local.Online(userID) }
 
 // OnlineOf returns which of userIDs are connected to any live instance, in
 // their order (one presence lookup; none while this instance is alone).
-func (r *Router) OnlineOf(ctx context.Context, userIDs []string) []string {
+func (r *Relay) OnlineOf(ctx context.Context, userIDs []string) []string {
 	if r.alone() {
 		return r.local.OnlineOf(ctx, userIDs)
 	}
@@ -247,32 +257,32 @@ func (r *Router) OnlineOf(ctx context.Context, userIDs []string) []string {
 }
 
 // ConnCount implements ws.Registry: this instance's connections.
-func (r *Router) ConnCount() int { return r.local.ConnCount() }
+func (r *Relay) ConnCount() int { return r.local.ConnCount() }
 
 // RevokeSession closes the sessions of a revoked token (logout, refresh,
 // a newer login) on every instance: here at once, elsewhere within the
 // bus latency. platformID <= 0 and jti "" match all, as in ws.Server.
-func (r *Router) RevokeSession(ctx context.Context, userID string, platformID int, jti string) {
+func (r *Relay) RevokeSession(ctx context.Context, userID string, platformID int, jti string) {
 	r.local.RevokeSession(userID, platformID, jti)
-	r.broadcast(ctx, envelope{kind: kindRevoke, users: []string{userID}, platform: platformID, jti: jti})
+	r.broadcast(ctx, streams.BusEnvelope{Kind: kindRevoke, Users: []string{userID}, Platform: platformID, JTI: jti})
 }
 
 // DisconnectUser ends every session of userID on every instance with a
 // 3001 frame carrying e and a close 1008 (e.g. an administrator disabled
 // the user). Other instances act within the bus latency (well under 1 s).
-func (r *Router) DisconnectUser(ctx context.Context, userID string, e *wire.Error) {
+func (r *Relay) DisconnectUser(ctx context.Context, userID string, e *wire.Error) {
 	r.local.DisconnectUser(userID, e)
-	r.broadcast(ctx, envelope{kind: kindDisconnect, users: []string{userID}, reason: string(e.Reason), detail: e.Detail})
+	r.broadcast(ctx, streams.BusEnvelope{Kind: kindDisconnect, Users: []string{userID}, Reason: string(e.Reason), Detail: e.Detail})
 }
 
 // SessionStarted applies the login policy across instances for a
 // connection that registered here: the other instances kick what it
 // displaces (2002 kicked, then close). ws.Deps.OnConnect calls it.
-func (r *Router) SessionStarted(ctx context.Context, c *ws.Conn) {
+func (r *Relay) SessionStarted(ctx context.Context, c *ws.Conn) {
 	if r.local.LoginPolicy() == "multi" {
 		return
 	}
-	r.broadcast(ctx, envelope{kind: kindKick, users: []string{c.UserID()}, platform: c.PlatformID(), since: c.ConnectedAt()})
+	r.broadcast(ctx, streams.BusEnvelope{Kind: kindKick, Users: []string{c.UserID()}, Platform: c.PlatformID(), Since: c.ConnectedAt()})
 }
 
 // broadcast publishes e to every other live instance and to those that
@@ -283,7 +293,7 @@ func (r *Router) SessionStarted(ctx context.Context, c *ws.Conn) {
 // so they skip the presence lookup: a connection whose presence write
 // failed is still reached. The instances are published to in parallel:
 // an event's latency is one publish, not one per instance.
-func (r *Router) broadcast(ctx context.Context, e envelope) {
+func (r *Relay) broadcast(ctx context.Context, e streams.BusEnvelope) {
 	self := r.membership.Self()
 	var wg sync.WaitGroup
 	for _, in := range slices.Concat(r.membership.Live(), r.membership.Recent()) {
@@ -294,59 +304,56 @@ func (r *Router) broadcast(ctx context.Context, e envelope) {
 	wg.Wait()
 }
 
-func (r *Router) publish(ctx context.Context, instanceID string, e envelope) bool {
-	e.at = time.Now()
-	e.from = r.membership.Incarnation()
-	msg := e.message()
-	msg.SetContext(ctx)
-	if err := r.bus.Pub.Publish(r.bus.Topic(instanceID), msg); err != nil {
+func (r *Relay) publish(ctx context.Context, instanceID string, e streams.BusEnvelope) bool {
+	e.At = time.Now()
+	e.From = r.membership.Incarnation()
+	if err := r.bus.Publish(ctx, instanceID, e); err != nil {
 		r.m.errors.WithLabelValues("publish").Inc()
-		r.log.Warn("cluster: publish failed", "to", instanceID, "kind", e.kind, "err", err)
+		r.log.Warn("cluster: publish failed", "to", instanceID, "kind", e.Kind, "err", err)
 		return false
 	}
-	r.m.sent.WithLabelValues(e.kind).Inc()
+	r.m.sent.WithLabelValues(e.Kind).Inc()
 	return true
 }
 
 // handle applies one inbox envelope to local connections only.
-func (r *Router) handle(ctx context.Context, msg *message.Message) {
-	e := parseEnvelope(msg)
-	r.m.received.WithLabelValues(e.kind).Inc()
-	if r.maxAge > 0 && time.Since(e.at) > r.maxAge {
+func (r *Relay) handle(ctx context.Context, e streams.BusEnvelope) {
+	r.m.received.WithLabelValues(e.Kind).Inc()
+	if r.maxAge > 0 && time.Since(e.At) > r.maxAge {
 		r.m.stale.Inc()
 		return
 	}
-	switch e.kind {
+	switch e.Kind {
 	case kindPush: // one push: the outbox's synchronous fallback
-		r.pushLocal(ctx, pushItem{users: e.users, except: e.except, msg: e.msg, frame: e.payload})
+		r.pushLocal(ctx, streams.BusPush{Users: e.Users, Except: e.Except, Msg: e.Msg, Frame: e.Payload})
 	case kindPushes:
-		items, err := decodePushes(e.payload)
+		items, err := streams.DecodeBusPushes(e.Payload)
 		if err != nil {
 			r.m.errors.WithLabelValues("decode").Inc()
-			r.log.Warn("cluster: dropped a malformed pushes envelope", "from", e.from, "err", err)
+			r.log.Warn("cluster: dropped a malformed pushes envelope", "from", e.From, "err", err)
 			return
 		}
 		for _, it := range items {
 			r.pushLocal(ctx, it)
 		}
 	case kindRevoke:
-		for _, u := range e.users {
-			r.local.RevokeSession(u, e.platform, e.jti)
+		for _, u := range e.Users {
+			r.local.RevokeSession(u, e.Platform, e.JTI)
 		}
 	case kindKick:
-		for _, u := range e.users {
-			r.local.KickDisplaced(u, e.platform, e.since)
+		for _, u := range e.Users {
+			r.local.KickDisplaced(u, e.Platform, e.Since)
 		}
 	case kindDisconnect:
-		for _, u := range e.users {
-			r.local.DisconnectUser(u, wire.NewError(wire.Reason(e.reason), e.detail))
+		for _, u := range e.Users {
+			r.local.DisconnectUser(u, wire.NewError(wire.Reason(e.Reason), e.Detail))
 		}
 	case kindJoin:
 		if err := r.membership.Refresh(ctx); err != nil {
-			r.log.Warn("cluster: reading live instances after a join failed", "from", e.from, "err", err)
+			r.log.Warn("cluster: reading live instances after a join failed", "from", e.From, "err", err)
 		}
 	default:
-		r.log.Warn("cluster: unknown envelope kind", "kind", e.kind, "from", e.from)
+		r.log.Warn("cluster: unknown envelope kind", "kind", e.Kind, "from", e.From)
 	}
 }
 
@@ -354,13 +361,13 @@ func (r *Router) handle(ctx context.Context, msg *message.Message) {
 // its users, counting users it found no connection of. A sender's copy
 // whose only connection here is the excepted one (the sending connection)
 // is not a miss.
-func (r *Router) pushLocal(ctx context.Context, it pushItem) {
-	f := ws.FrameFromBytes(it.frame)
-	if it.msg != nil {
-		f = f.WithMsg(*it.msg)
+func (r *Relay) pushLocal(ctx context.Context, it streams.BusPush) {
+	f := ws.FrameFromBytes(it.Frame)
+	if it.Msg != nil {
+		f = f.WithMsg(*it.Msg)
 	}
-	for _, u := range it.users {
-		if r.local.PushToUser(ctx, u, f, it.except) == 0 && (it.except == "" || !r.local.Online(u)) {
+	for _, u := range it.Users {
+		if r.local.PushToUser(ctx, u, f, it.Except) == 0 && (it.Except == "" || !r.local.Online(u)) {
 			r.m.noConn.Inc()
 		}
 	}

@@ -230,8 +230,9 @@ func (k Keys) Token(userID string, platformID int) string {
 	return k.Key("token", userID, strconv.Itoa(platformID))
 }
 
-// Online is "{prefix}:online:{user_id}": set while the user has a live
-// WebSocket session (TTL ws.presence_ttl, refreshed by heartbeats).
+// Online is "{prefix}:online:{user_id}": the set of instances holding a
+// connection of the user that the previous release kept for routing.
+// Presence.InstancesOf still reads it during an upgrade; nothing writes it.
 func (k Keys) Online(userID string) string { return k.Key("online", userID) }
 
 // OnlineConns is "{prefix}:online:conns:{user_id}": the user's live

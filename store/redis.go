@@ -211,9 +211,8 @@ func nextTTLTick(took time.Duration) time.Duration {
 }
 
 // Keys builds Redis key names under a configurable prefix (redis.key_prefix),
-// so several deployments or tests can share one Redis. Names follow the seed
-// design §3.8 with "{Prefix}:" in front. The zero value is not useful: set
-// Prefix.
+// so several deployments or tests can share one Redis: every name starts
+// with "{Prefix}:". The zero value is not useful: set Prefix.
 type Keys struct {
 	Prefix string
 }

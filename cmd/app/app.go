@@ -85,16 +85,21 @@ type App struct {
 	// onLogout is handed to the gateway; a step that owns live sessions
 	// (the WebSocket hub) sets it before buildGateway runs.
 	onLogout func(userID string, platformID int, jti string)
-	// resender is offline resend (gateway/state), built with the messaging
+	// resender is offline resend (services/sync), built with the messaging
 	// step and run by the WebSocket gateway's OnConnect hook.
 	resender *sync.Resender
 	// audit writes the message path's audit lines (docs/operations.md).
 	audit *domain.Audit
 	// member is this process's cluster membership (cmd/app/cluster.go);
-	// its ID is the consumer name and its incarnation the presence member.
+	// its ID is the consumer name and its incarnation names this instance
+	// in the presence record.
 	member *store.Membership
+	// presence is the shared presence record (store.Presence, counting
+	// only live instances for routing): the cluster router reads it,
+	// realtime writes this instance's part.
+	presence *store.Presence
 
-	// Integration (issue 14): set by buildMessaging and buildIntegration.
+	// Integration: set by buildMessaging and buildIntegration.
 	chat     *chat.Service
 	groups   *group.Service
 	members  *group.Members

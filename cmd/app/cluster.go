@@ -77,8 +77,8 @@ func (a *App) buildRouter(ctx context.Context) error {
 		return err
 	}
 	a.add(component{name: "cluster bus", stop: func(context.Context) error { return bus.Close() }})
-	presence := store.NewPresence(a.rdb, a.keys, a.member.Incarnation(), a.cfg.WS.PresenceTTL).WithLive(a.member.IsLive)
-	router, err := cluster.New(cluster.Deps{Local: a.ws, Presence: presence, Members: a.member, Bus: bus,
+	a.presence = store.NewPresence(a.rdb, a.keys, a.member.Incarnation(), a.cfg.WS.PresenceTTL).WithLive(a.member.IsLive)
+	router, err := cluster.New(cluster.Deps{Local: a.ws, Presence: a.presence, Members: a.member, Bus: bus,
 		MaxAge: a.cfg.Cluster.InboxMaxAge, Log: a.log, Metrics: a.metrics})
 	if err != nil {
 		return err
@@ -124,7 +124,7 @@ func (a *App) openBus(ctx context.Context) (*cluster.Bus, error) {
 // DisconnectUser ends every session of userID on every instance: each
 // connection gets a 3001 frame carrying e (reason and detail) and a close
 // 1008, here at once and on the other instances within the bus latency
-// (well under 1 s). For the server API's user disable (issue 14).
+// (well under 1 s). For the server API's user disable.
 func (a *App) DisconnectUser(ctx context.Context, userID string, e *wire.Error) {
 	a.router.DisconnectUser(ctx, userID, e)
 }

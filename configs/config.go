@@ -381,7 +381,8 @@ type WS struct {
 	// AllowedOrigins lists Origin values allowed to upgrade; empty allows same
 	// host only, "*" allows any.
 	AllowedOrigins []string `koanf:"allowed_origins"`
-	// PresenceTTL is the TTL of online:{user_id}, refreshed by heartbeats.
+	// PresenceTTL is the TTL of a user's presence record (store.Presence),
+	// renewed every PingInterval by the instances holding a connection.
 	PresenceTTL time.Duration `koanf:"presence_ttl"`
 }
 

@@ -211,9 +211,8 @@ func nextTTLTick(took time.Duration) time.Duration {
 }
 
 // Keys builds Redis key names under a configurable prefix (redis.key_prefix),
-// so several deployments or tests can share one Redis. Names follow the seed
-// design §3.8 with "{Prefix}:" in front. The zero value is not useful: set
-// Prefix.
+// so several deployments or tests can share one Redis: every name starts
+// with "{Prefix}:". The zero value is not useful: set Prefix.
 type Keys struct {
 	Prefix string
 }
@@ -230,8 +229,9 @@ func (k Keys) Token(userID string, platformID int) string {
 	return k.Key("token", userID, strconv.Itoa(platformID))
 }
 
-// Online is "{prefix}:online:{user_id}": set while the user has a live
-// WebSocket session (TTL ws.presence_ttl, refreshed by heartbeats).
+// Online is "{prefix}:online:{user_id}": the set of instances holding a
+// connection of the user that the previous release kept for routing.
+// Presence.InstancesOf still reads it during an upgrade; nothing writes it.
 func (k Keys) Online(userID string) string { return k.Key("online", userID) }
 
 // OnlineConns is "{prefix}:online:conns:{user_id}": the user's live

@@ -87,14 +87,19 @@ type App struct {
 	ws          *ws.Server
 	mode        *chat.Mode
 	metrics     *prometheus.Registry
-	// resender is offline resend (gateway/state), built with the messaging
+	// resender is offline resend (services/sync), built with the messaging
 	// step and run by the WebSocket gateway's OnConnect hook.
 	resender *sync.Resender
 	// audit writes the message path's audit lines (docs/operations.md).
 	audit *domain.Audit
 	// member is this process's cluster membership (cmd/app/cluster.go);
-	// its ID is the consumer name and its incarnation the presence member.
+	// its ID is the consumer name and its incarnation names this instance
+	// in the presence record.
 	member *store.Membership
+	// presence is the shared presence record (store.Presence, counting
+	// only live instances for routing): the cluster router reads it,
+	// realtime writes this instance's part.
+	presence *store.Presence
 
 	// Integration: set by buildMessaging and buildIntegration.
 	chat     *chat.Service

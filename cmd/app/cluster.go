@@ -78,8 +78,8 @@ func (a *App) buildRelay(ctx context.Context) error {
 		return err
 	}
 	a.add(component{name: "cluster bus", stop: func(context.Context) error { return bus.Close() }})
-	presence := store.NewPresence(a.rdb, a.keys, a.member.Incarnation(), a.cfg.WS.PresenceTTL).WithLive(a.member.IsLive)
-	relay, err := cluster.NewRelay(cluster.Deps{Local: a.ws, Presence: presence, Membership: a.member, Bus: bus,
+	a.presence = store.NewPresence(a.rdb, a.keys, a.member.Incarnation(), a.cfg.WS.PresenceTTL).WithLive(a.member.IsLive)
+	relay, err := cluster.NewRelay(cluster.Deps{Local: a.ws, Presence: a.presence, Membership: a.member, Bus: bus,
 		MaxAge: a.cfg.Cluster.InboxMaxAge, Log: a.log, Metrics: a.metrics})
 	if err != nil {
 		return err

@@ -8,7 +8,9 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/serverapi"
+	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/services/presence"
@@ -125,27 +127,26 @@ func (a *App) buildWebhooks() webhooks {
 // buildIntegration wires presence, typing, offline push and the server
 // API.
 func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *store.ConversationRepo) {
-	sessions := store.NewSessions(a.rdb, a.keys, a.consumerName(), a.cfg.WS.PresenceTTL)
-	pres := presence.NewService(sessions, store.NewContacts(a.db), a.log)
-	a.server.Route("GET", "/user/presence", pres.HandleUser, true)
 	var events presence.Events
 	if hooks.emitter != nil {
 		events = hooks.emitter
 		if hooks.emitter.Enabled(configs.EventOfflinePush) {
-			off := webhook.NewOfflinePush(webhook.OfflineDeps{Config: a.cfg.Webhooks.OfflinePush, Presence: sessions,
+			off := webhook.NewOfflinePush(webhook.OfflineDeps{Config: a.cfg.Webhooks.OfflinePush, Presence: a.presence,
 				Members: members, Convs: convs, Nicknames: a.users, Log: a.log})
 			off.SetEmitter(hooks.emitter)
 			hooks.emitter.SetOffline(off)
 			a.add(component{name: "offline push", run: off.Run})
 		}
 	}
-	a.realtime = presence.NewRealtime(sessions, events, members, a.relay, a.cfg.WS.PingInterval, a.log)
-	a.realtime.Register(a.ws)
-	a.add(component{name: "session renewal", run: a.realtime.Run})
+	a.realtime = presence.NewRealtime(presence.RealtimeDeps{Store: a.presence, Events: events, Members: members,
+		Pusher: ws.NewPushes(a.relay, a.log), Refresh: a.cfg.WS.PingInterval, TTL: a.cfg.WS.PresenceTTL, Log: a.log})
+	a.add(component{name: "presence refresh", run: a.realtime.Run, stop: a.realtime.Close})
+	pres := routes.NewPresence(presence.NewService(a.presence, store.NewContacts(a.db)), a.realtime, a.log)
+	pres.Register(a.server, a.ws)
 
 	serverapi.New(serverapi.Deps{
 		Keys: a.cfg.ServerAPI.Keys, Users: a.users, Accounts: a.accounts,
-		Chat: a.chat, Groups: a.groups, Presence: pres.HandleAPI,
+		Chat: a.chat, Groups: a.groups, Presence: pres.API,
 		SystemUserID: "system", MaxBody: a.cfg.HTTP.MaxBodyBytes, Log: a.log,
 	}).Register(a.server)
 }

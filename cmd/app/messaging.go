@@ -30,23 +30,22 @@ import (
 // buildWebSocket builds this process's WebSocket gateway; the cluster
 // relay (buildRelay) wraps it.
 func (a *App) buildWebSocket(context.Context) error {
-	instance := a.member.Incarnation()
 	a.audit = a.newAudit()
 	hub, err := ws.New(a.cfg.WS, ws.Deps{
 		Audit: a.audit, Auth: a.verifier, Tokens: auth.SessionChecker{Tokens: a.tokens, Floors: a.tokens}, Logger: a.log, Metrics: a.metrics, Limiter: a.userLimit,
-		Presence: store.NewPresence(a.rdb, a.keys, instance, a.cfg.WS.PresenceTTL),
-		// The login policy on the other instances, then offline resend;
-		// a.relay and a.resender are set by later steps, before serving.
+		// The presence record first (pushes from other instances find the
+		// connection through it), then the login policy on the other
+		// instances, then offline resend; a.realtime, a.relay and
+		// a.resender are set by later steps, before serving.
 		OnConnect: func(ctx context.Context, c *ws.Conn) {
+			if rt := a.realtime; rt != nil {
+				rt.OnConnect(ctx, c.UserID(), c.ID(), c.PlatformID())
+			}
 			if r := a.relay; r != nil {
 				r.SessionStarted(ctx, c)
 			}
-			if rt := a.realtime; rt != nil {
-				// Recording the session must not delay the offline resend.
-				go rt.OnConnect(ctx, c)
-			}
 			if r := a.resender; r != nil {
-				r.OnConnect(ctx, c)
+				r.OnConnect(ctx, ws.NewPushConn(c))
 			}
 		},
 	})
@@ -187,8 +186,8 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	routes.Group(a.server, groupSvc, a.cfg.HTTP.MaxBodyBytes, invites, a.log)
 	a.groups = groupSvc
 
-	// Sync and state (gateway/state, docs/sync.md): cursors and receipts,
-	// newest seq, conversations, recall, offline resend.
+	// Sync (docs/sync.md): cursors and receipts, newest seq,
+	// conversations, recall, offline resend.
 	access := sync.NewAccess(members, seqs, sync.NewRedisIssued(a.rdb, keys), a.users)
 	receipts := sync.NewReceipts(pusher, convRepo, members, a.cfg.Sync.GroupReceiptMaxMembers, a.log)
 	writer := sync.NewCursorWriter(sync.CursorWriterDeps{Store: store.NewCursorRepo(a.db), Sink: receipts,
@@ -196,7 +195,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	a.add(component{name: "cursor writer", run: writer.Run, stop: writer.Close})
 	recall := sync.NewRecall(sync.RecallDeps{Window: a.cfg.Msg.RevokeWindow, Wait: a.cfg.Sync.RevokeWait, Access: access,
 		Store: store.NewRevokeRepo(a.db), Roles: members, Notifier: svc, Push: pusher, Saved: seqs, InFlight: inflight})
-	sync.NewHandlers(sync.NewCursors(access, writer, convRepo), sync.NewConversations(access, convRepo, writer, members, noPush),
+	routes.NewSync(sync.NewCursors(access, writer, convRepo), sync.NewConversations(access, convRepo, writer, members, noPush),
 		recall, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
 	a.resender = sync.NewResender(sync.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
 		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log, Audit: audit})

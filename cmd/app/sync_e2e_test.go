@@ -246,6 +246,17 @@ func TestConversationsAndRecallEndToEnd(t *testing.T) {
 	if _, env = call(t, "GET", base+"/conversation/list", "", tokA); envData(env)["total"] != 1.0 {
 		t.Fatalf("amy's list is unaffected: %v", env)
 	}
+	// Integer query parameters: the first that is not an integer is named.
+	for _, q := range []struct{ path, field string }{
+		{"/conversation/list?offset=x&limit=y", "offset"},
+		{"/conversation/list?limit=1.5", "limit"},
+		{"/msg/newest_seq?limit=ten", "limit"},
+	} {
+		code, env := call(t, "GET", base+q.path, "", tokA)
+		if detail, _ := envData(env)["detail"].(string); code != 400 || env["err_msg"] != "bad_request" || detail != q.field+" must be an integer" {
+			t.Errorf("GET %s: %d %v", q.path, code, env)
+		}
+	}
 
 	// A group: @all by a member is refused, by the owner it counts for
 	// everyone; reading sends receipts to the senders.

@@ -36,7 +36,7 @@ type Deps struct {
 	Accounts *account.Service
 	Chat     *chat.Service
 	Groups   *group.Service
-	// Presence serves GET /api/presence (presence.Service.HandleAPI).
+	// Presence serves GET /api/presence (routes.Presence.API).
 	Presence app.HandlerFunc
 	// SystemUserID is the sender of notifications sent "as the system".
 	SystemUserID string

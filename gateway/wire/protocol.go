@@ -11,6 +11,11 @@ const (
 	ReqGetConvMaxReadSeq = 1006
 	ReqMsgAck            = 1101
 	ReqRevokeMsg         = 1102
+	// ReqTyping: {conversation_id, typing}, the caller is (not) typing.
+	ReqTyping = 1103
+	// ReqAppState: {background}, the client went to the background (or
+	// came back); offline push then treats this connection as absent.
+	ReqAppState = 1104
 )
 
 // Push identifiers, server -> client.

@@ -135,8 +135,7 @@ type envSettings struct {
 	standard bool
 }
 
-func withPresence(p Presence) envOption { return func(s *envSettings) { s.deps.Presence = p } }
-func withStandardTransport() envOption  { return func(s *envSettings) { s.standard = true } }
+func withStandardTransport() envOption { return func(s *envSettings) { s.standard = true } }
 
 func newEnv(t testing.TB, cfg configs.WS, opts ...envOption) *env {
 	t.Helper()

@@ -41,8 +41,7 @@ var _ Registry = (*Server)(nil)
 
 // userEntry holds one user's connections and what they share.
 type userEntry struct {
-	conns      []*Conn
-	presenceAt atomic.Int64 // Unix ns of the last presence write
+	conns []*Conn
 }
 
 const shardCount = 64

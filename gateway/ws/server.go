@@ -33,23 +33,14 @@ type TokenChecker interface {
 	IsActive(ctx context.Context, userID string, platformID int, jti string) (bool, error)
 }
 
-// Presence records which users are online (store.Presence). MarkOnline sets
-// or refreshes the user's presence with its TTL; MarkOffline removes this
-// process's claim after the user's last connection here closed.
-type Presence interface {
-	MarkOnline(ctx context.Context, userID string) error
-	MarkOffline(ctx context.Context, userID string) error
-}
-
 // Deps are the server's collaborators. Auth is required; the rest are
-// optional (nil disables the token backstop, presence, metrics
-// registration, logging).
+// optional (nil disables the token backstop, metrics registration,
+// logging).
 type Deps struct {
-	Auth     Authenticator
-	Tokens   TokenChecker
-	Presence Presence
-	Logger   *slog.Logger
-	Metrics  prometheus.Registerer
+	Auth    Authenticator
+	Tokens  TokenChecker
+	Logger  *slog.Logger
+	Metrics prometheus.Registerer
 	// Limiter, when set, is the per-user request limit (gateway/limits,
 	// shared with HTTP sends and every instance); every request frame
 	// counts one. nil: no limit.
@@ -57,7 +48,7 @@ type Deps struct {
 	// OnConnect, when set, runs once per connection after it is
 	// authenticated and registered (pushes to it are delivered), on a
 	// goroutine of its own with the connection's context, which ends when
-	// the connection closes. Offline resend hangs here.
+	// the connection closes. Presence and offline resend hang here.
 	OnConnect func(ctx context.Context, c *Conn)
 	// Audit, when set, gets a "push" line per connection a frame tagged
 	// with Frame.WithMsg is queued to (debug) or refused by (warn), with
@@ -77,7 +68,6 @@ type Server struct {
 	cfg      configs.WS
 	auth     Authenticator
 	tokens   TokenChecker
-	presence Presence
 	onConn   func(ctx context.Context, c *Conn)
 	audit    *domain.Audit
 	log      *slog.Logger
@@ -122,15 +112,10 @@ func New(cfg configs.WS, deps Deps) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if deps.Presence != nil && cfg.PresenceTTL <= cfg.PingInterval {
-		log.Warn("ws.presence_ttl should exceed ws.ping_interval: presence is refreshed once per ping interval",
-			"presence_ttl", cfg.PresenceTTL, "ping_interval", cfg.PingInterval)
-	}
 	s := &Server{
 		cfg:      cfg,
 		auth:     deps.Auth,
 		tokens:   deps.Tokens,
-		presence: deps.Presence,
 		onConn:   deps.OnConnect,
 		audit:    deps.Audit,
 		log:      log,
@@ -214,7 +199,6 @@ func (s *Server) shuttingDown() bool {
 // Shutdown refuses new upgrades (503 server_busy), closes every connection
 // with 1012 service restart, and waits until all sessions ended or ctx is done
 // (remaining connections are then closed at once and ctx's error returned).
-// Call it before closing Redis: sessions remove their presence on the way out.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	s.shutdown = true

@@ -66,7 +66,6 @@ func (s *Server) openSession(c *Conn, t transport) {
 		c.closeWith("shutdown", Frame{}, CloseServiceRestart, "server_shutdown")
 	}
 	s.metrics.conns.Inc()
-	s.markOnline(c)
 	c.startTimers()
 	if s.onConn != nil && end == nil { // no resend or login-policy broadcast for a session already ended
 		go s.runOnConnect(c)
@@ -80,15 +79,12 @@ func (s *Server) openSession(c *Conn, t transport) {
 //go:noinline
 func (s *Server) closeSession(c *Conn, readCause string) {
 	c.stopTimers()
-	last := s.reg.remove(c)
+	s.reg.remove(c)
 	c.finish(readCause)
 	c.ended.Store(true)
 	s.metrics.conns.Dec()
 	cause := c.closeCause()
 	s.metrics.disconnects.WithLabelValues(cause).Inc()
-	if last {
-		s.markOffline(c.userID)
-	}
 	s.log.Debug("ws disconnected", "conn_id", c.id, "user_id", c.userID, "platform_id", c.platformID, "cause", cause)
 }
 

@@ -1,29 +1,28 @@
 // Package presence answers who is online (GET /user/presence and the
-// server API's /api/presence), tracks each WebSocket connection in the
-// shared session store (platforms, background state, last_seen) and turns
-// first-connect / last-disconnect into user_online / user_offline events,
-// and relays typing indicators (WS 1103 → push 2103) to a conversation's
-// online members. Nothing here is stored as a message: typing has no seq.
+// server API's /api/presence), keeps this instance's connections in the
+// shared presence record (platforms, background state, last_seen; the
+// record routing reads too) and turns first-connect / last-disconnect into
+// user_online / user_offline events, and relays typing indicators (WS 1103
+// → push 2103) to a conversation's online members. Nothing here is stored
+// as a message: typing has no seq.
 package presence
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 
-	"github.com/cloudwego/hertz/pkg/app"
-
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/api"
-	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/store"
 )
 
-// Sessions is the shared session store (store.Sessions).
-type Sessions interface {
+// Store is the shared presence record (store.Presence): Connect and
+// Disconnect report a user's first connection and last disconnect across
+// every instance; Refresh rewrites this instance's entries and renews their
+// TTL.
+type Store interface {
 	Connect(ctx context.Context, userID, connID string, platformID int) (first bool, err error)
 	SetBackground(ctx context.Context, userID, connID string, platformID int, background bool) error
-	Refresh(ctx context.Context, userIDs []string) error
+	Refresh(ctx context.Context, sessions []store.Session) error
 	Disconnect(ctx context.Context, userID, connID string) (last bool, err error)
 	Lookup(ctx context.Context, userIDs []string) ([]store.UserPresence, error)
 }
@@ -61,20 +60,19 @@ const MaxLookup = 100
 
 // Service looks presence up.
 type Service struct {
-	sessions Sessions
+	store    Store
 	contacts Contacts
-	log      *slog.Logger
 }
 
 // NewService returns the presence service.
-func NewService(sessions Sessions, contacts Contacts, log *slog.Logger) *Service {
-	return &Service{sessions: sessions, contacts: contacts, log: log}
+func NewService(st Store, contacts Contacts) *Service {
+	return &Service{store: st, contacts: contacts}
 }
 
 // Lookup returns the presence of userIDs (in order), unfiltered: the
 // server API's view.
 func (s *Service) Lookup(ctx context.Context, userIDs []string) ([]JSON, error) {
-	ps, err := s.sessions.Lookup(ctx, userIDs)
+	ps, err := s.store.Lookup(ctx, userIDs)
 	if err != nil {
 		return nil, err
 	}
@@ -126,44 +124,4 @@ func ParseIDs(raw []string) ([]string, error) {
 		return nil, domain.BadField("user_ids", "must list 1–%d user IDs (comma-separated)", MaxLookup)
 	}
 	return ids, nil
-}
-
-// queryIDs collects every user_ids query value.
-func queryIDs(c *app.RequestContext) []string {
-	var raw []string
-	c.QueryArgs().VisitAll(func(k, v []byte) {
-		if string(k) == "user_ids" {
-			raw = append(raw, string(v))
-		}
-	})
-	return raw
-}
-
-// HandleUser serves GET /user/presence?user_ids=... for a client.
-func (s *Service) HandleUser(ctx context.Context, c *app.RequestContext) {
-	claims, _ := auth.ClaimsOf(c)
-	ids, err := ParseIDs(queryIDs(c))
-	if err == nil {
-		var list []JSON
-		list, err = s.LookupAs(ctx, claims.UserID, ids)
-		if err == nil {
-			api.WriteOK(c, ListJSON{Presence: list})
-			return
-		}
-	}
-	api.WriteError(ctx, c, s.log, err)
-}
-
-// HandleAPI serves GET /api/presence?user_ids=... (server API: any user).
-func (s *Service) HandleAPI(ctx context.Context, c *app.RequestContext) {
-	ids, err := ParseIDs(queryIDs(c))
-	if err == nil {
-		var list []JSON
-		list, err = s.Lookup(ctx, ids)
-		if err == nil {
-			api.WriteOK(c, ListJSON{Presence: list})
-			return
-		}
-	}
-	api.WriteError(ctx, c, s.log, err)
 }

@@ -71,8 +71,8 @@ const knownSeqs = 100_000
 // NewAccess returns the membership and seq checks. groups may be nil until
 // group chat is wired (group conversations are then refused); issued may be
 // nil (only saved seqs count); users, when set, makes a single chat's peer
-// exist before anything is written about the conversation (issue 13 item
-// 9: no conversation rows or cursors for made-up peers).
+// exist before anything is written about the conversation (no
+// conversation rows or cursors for made-up peers).
 func NewAccess(groups GroupBounds, saved SavedMax, issued IssuedSeqs, users Users) *Access {
 	known, _ := lru.New[string, int64](knownSeqs)
 	return &Access{groups: groups, saved: saved, issued: issued, known: known, users: users,

@@ -12,7 +12,6 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/services/sync"
 )
 
@@ -69,7 +68,7 @@ func BenchmarkCursorWritesPer1000Acks(b *testing.B) {
 						if k%2 == 1 {
 							typ = "read"
 						}
-						if _, err := cursors.Ack(bg, m, sync.AckRequest{AckType: typ, ConversationID: "sg_bench", Seq: seq}); err != nil {
+						if _, err := cursors.Ack(bg, m, sync.AckSource{}, sync.AckRequest{AckType: typ, ConversationID: "sg_bench", Seq: seq}); err != nil {
 							b.Fatal(err)
 						}
 					}
@@ -98,10 +97,11 @@ type countingTarget struct {
 	frames   atomic.Int64
 }
 
-func (c *countingTarget) UserID() string     { return c.user }
-func (c *countingTarget) PlatformID() int    { return c.platform }
-func (c *countingTarget) Pending() int       { return 0 }
-func (c *countingTarget) Send(ws.Frame) bool { c.frames.Add(1); return true }
+func (c *countingTarget) UserID() string        { return c.user }
+func (c *countingTarget) ConnID() string        { return "conn-" + c.user }
+func (c *countingTarget) PlatformID() int       { return c.platform }
+func (c *countingTarget) Pending() int          { return 0 }
+func (c *countingTarget) Send(domain.Push) bool { c.frames.Add(1); return true }
 
 // BenchmarkResendStorm: 1,000 users reconnect at once, each with 50
 // missed messages (10 in each of 5 single chats). Reported: database

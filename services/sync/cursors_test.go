@@ -100,7 +100,7 @@ func TestAckRefusals(t *testing.T) {
 		{"no such group", "bob", sync.AckRequest{AckType: "read", ConversationID: "sg_nope", Seq: 1}, wire.ReasonNotConversationMember},
 	}
 	for _, tc := range cases {
-		_, err := e.cursors.Ack(bg, tc.user, tc.req)
+		_, err := e.cursors.Ack(bg, tc.user, sync.AckSource{}, tc.req)
 		wantReason(t, err, tc.reason)
 	}
 	// Allowed: up to the max, and a kicked member up to its cap.
@@ -114,7 +114,7 @@ func TestAckRefusals(t *testing.T) {
 	if c := e.cursor("carol", gconv); c.ReadSeq != seq {
 		t.Fatalf("carol's read %d, want %d", c.ReadSeq, seq)
 	}
-	if _, err := e.cursors.MarkRead(bg, "dave", sync.MarkReadRequest{ConversationID: conv, Seq: 1}); err == nil {
+	if _, err := e.cursors.MarkRead(bg, "dave", sync.AckSource{}, sync.MarkReadRequest{ConversationID: conv, Seq: 1}); err == nil {
 		t.Fatal("an outsider marked a conversation read")
 	}
 }
@@ -366,7 +366,7 @@ func TestNewestSeq(t *testing.T) {
 	wantReason(t, err, wire.ReasonBadRequest)
 }
 
-// TestNewestSeqPages (issue 13 item 9): without conversation IDs the
+// TestNewestSeqPages: without conversation IDs the
 // newest seqs come a page at a time (cursor/limit, next_cursor "" after
 // the last page), every conversation exactly once; bad limits, foreign
 // cursors and cursor with IDs are refused.

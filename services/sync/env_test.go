@@ -339,7 +339,7 @@ func (e *env) cursor(user, conv string) domain.Cursor {
 
 // ack sends a client ACK.
 func (e *env) ack(user, conv, ackType string, seq int64) error {
-	_, err := e.cursors.Ack(bg, user, sync.AckRequest{AckType: ackType, ConversationID: conv, Seq: seq})
+	_, err := e.cursors.Ack(bg, user, sync.AckSource{}, sync.AckRequest{AckType: ackType, ConversationID: conv, Seq: seq})
 	return err
 }
 
@@ -364,8 +364,13 @@ type target struct {
 }
 
 func (c *target) UserID() string  { return c.user }
+func (c *target) ConnID() string  { return "conn-" + c.user }
 func (c *target) PlatformID() int { return c.platform }
-func (c *target) Send(f ws.Frame) bool {
+func (c *target) Send(p domain.Push) bool {
+	f, err := ws.EncodePush(p)
+	if err != nil {
+		panic(err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -389,7 +394,7 @@ type pacedTarget struct {
 	highest atomic.Int64
 }
 
-func (c *pacedTarget) Send(f ws.Frame) bool {
+func (c *pacedTarget) Send(p domain.Push) bool {
 	n := c.queued.Add(1)
 	for {
 		h := c.highest.Load()
@@ -397,7 +402,7 @@ func (c *pacedTarget) Send(f ws.Frame) bool {
 			break
 		}
 	}
-	return c.target.Send(f)
+	return c.target.Send(p)
 }
 
 func (c *pacedTarget) Pending() int { return int(c.queued.Load()) }

@@ -2,7 +2,6 @@ package sync
 
 import (
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/services/chat"
 )
 
@@ -16,10 +15,10 @@ type AckRequest struct {
 
 // Validate implements api.Validator.
 func (r *AckRequest) Validate() error {
-	switch r.AckType {
-	case wire.AckDelivered, wire.AckRead:
+	switch domain.AckType(r.AckType) {
+	case domain.AckDelivered, domain.AckRead:
 	case "ack_read":
-		r.AckType = wire.AckRead
+		r.AckType = string(domain.AckRead)
 	default:
 		return domain.BadField("ack_type", "must be \"delivered\" or \"read\"")
 	}

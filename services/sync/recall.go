@@ -66,13 +66,12 @@ type RecallDeps struct {
 	InFlight chat.InFlight
 }
 
-// Recall is WS 1102 and POST /msg/revoke (seed design 003 §5.1): the
-// sender may recall its message within msg.revoke_window, a group owner or
-// admin any ordinary message of its group. The message stays with status
-// revoked (pulls and resends show its metadata without content), the
-// initiator gets a 2101 {ack_type: "revoked"}, and everyone in the
-// conversation gets a revoke notification (msg_type 1600), ordered with
-// the chat by its seq.
+// Recall is WS 1102 and POST /msg/revoke: the sender may recall its
+// message within msg.revoke_window, a group owner or admin any ordinary
+// message of its group. The message stays with status revoked (pulls and
+// resends show its metadata without content), the initiator gets a 2101
+// {ack_type: "revoked"}, and everyone in the conversation gets a revoke
+// notification (msg_type 1600), ordered with the chat by its seq.
 //
 // A recall of a seq that is accepted but not saved yet is recorded as an
 // intent, which the save applies in its own transaction; the request

@@ -12,8 +12,6 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/wire"
-	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/store"
 )
@@ -26,17 +24,19 @@ type ResendReader interface {
 	Messages(ctx context.Context, ranges []store.SeqRange) ([]domain.Message, error)
 }
 
-// Target is a connection to resend to (*ws.Conn). A target that also
-// reports its outbound queue (Pending() int: frames queued or being
-// written) is paced: the resend never has more than maxQueued frames
-// waiting on it, so it cannot overflow ws.send_queue. Without it, the
-// resend sends at most maxQueued frames in all. A target that reports
-// when it was registered (ConnectedAt() time.Time) bounds the resend to
-// messages sent before that.
+// Target is a connection to resend to (ws.PushConn): Send queues a push
+// without blocking and reports false when the connection no longer takes
+// it. A target that also reports its outbound queue (Pending() int: frames
+// queued or being written) is paced: the resend never has more than
+// maxQueued frames waiting on it, so it cannot overflow ws.send_queue.
+// Without it, the resend sends at most maxQueued frames in all. A target
+// that reports when it was registered (ConnectedAt() time.Time) bounds the
+// resend to messages sent before that.
 type Target interface {
 	UserID() string
+	ConnID() string
 	PlatformID() int
-	Send(f ws.Frame) bool
+	Send(p domain.Push) bool
 }
 
 type queueDepth interface{ Pending() int }
@@ -59,15 +59,15 @@ type ResendDeps struct {
 	MaxQueued int // frames a resend may have waiting on a connection: ws.high_water / 2
 	Registry  prometheus.Registerer
 	Log       *slog.Logger
-	Audit     *domain.Audit // nil: no audit lines (issue 15 item 3)
+	Audit     *domain.Audit // nil: no audit lines
 }
 
-// Resender is offline resend (seed design 001 §4.3, §5.3): once a
-// connection is authenticated, it pushes, per conversation with saved
-// messages above the member's delivered_seq (within its visibility), those
-// messages as ordinary 2001 pushes in ascending seq order — conversations
-// with the newest messages first, at most sync.resend_single_max single-chat
-// plus sync.resend_group_max group messages in all — then a 2102
+// Resender is offline resend: once a connection is authenticated, it
+// pushes, per conversation with saved messages above the member's
+// delivered_seq (within its visibility), those messages as ordinary 2001
+// pushes in ascending seq order — conversations with the newest messages
+// first, at most sync.resend_single_max single-chat plus
+// sync.resend_group_max group messages in all — then a 2102
 // {conversation_id, max_seq} for every conversation it could not send in
 // full (or, with recv_msg_opt 1, did not push at all), so the client pulls
 // the rest. A Redis lock per user and platform (SET NX PX
@@ -105,11 +105,11 @@ type ResendResult struct {
 	Summaries int  // 2102 pushes queued
 }
 
-// OnConnect is the ws.Deps.OnConnect hook: it resends to c on the hook's
-// goroutine, ending early if c closes (ctx is c's context).
-func (r *Resender) OnConnect(ctx context.Context, c *ws.Conn) {
-	if _, err := r.Resend(ctx, c); err != nil && ctx.Err() == nil {
-		r.log.Warn("offline resend failed; the client pulls", "user_id", c.UserID(), "conn_id", c.ID(), "err", err)
+// OnConnect resends to t, a connection that just registered, on the
+// caller's goroutine, ending early if ctx (the connection's) ends.
+func (r *Resender) OnConnect(ctx context.Context, t Target) {
+	if _, err := r.Resend(ctx, t); err != nil && ctx.Err() == nil {
+		r.log.Warn("offline resend failed; the client pulls", "user_id", t.UserID(), "conn_id", t.ConnID(), "err", err)
 	}
 }
 
@@ -152,11 +152,7 @@ func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 			return ResendResult{Locked: true}, nil
 		}
 	}
-	connID := ""
-	if c, ok := t.(interface{ ID() string }); ok {
-		connID = c.ID()
-	}
-	who := domain.AuditConn(user, t.PlatformID(), connID)
+	who := domain.AuditConn(user, t.PlatformID(), t.ConnID())
 	plans, msgs, err := r.load(ctx, t, user)
 	if err != nil {
 		r.metrics.runs.WithLabelValues("failed").Inc()
@@ -183,11 +179,8 @@ func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 			if m.SendAt > connectedAt {
 				continue
 			}
-			f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushMsg, Data: chat.ToJSON(m)})
-			if err != nil {
-				continue
-			}
-			if !r.send(ctx, t, f) {
+			// Untagged (no Msg): the resend writes its own audit lines.
+			if !r.send(ctx, t, domain.Push{Kind: domain.PushMessage, Data: chat.ToJSON(m)}) {
 				r.audit.Fail(ctx, "resend", errTargetGone, r.auditAttrs(who, p, m, sent)...)
 				return res, ctx.Err()
 			}
@@ -204,12 +197,7 @@ func (r *Resender) Resend(ctx context.Context, t Target) (ResendResult, error) {
 		if !p.more || !paced && frames >= r.maxQueued {
 			continue
 		}
-		f, err := ws.EncodeFrame(wire.Response{ReqIdentifier: wire.PushGroupNotify,
-			Data: SummaryJSON{ConversationID: p.conv, MaxSeq: p.maxSeq}})
-		if err != nil {
-			continue
-		}
-		if !r.send(ctx, t, f) {
+		if !r.send(ctx, t, domain.Push{Kind: domain.PushGroupNotify, Data: SummaryJSON{ConversationID: p.conv, MaxSeq: p.maxSeq}}) {
 			return res, ctx.Err()
 		}
 		res.Summaries++
@@ -287,9 +275,9 @@ func (r *Resender) load(ctx context.Context, t Target, user string) ([]plan, []d
 	return plans, msgs, err
 }
 
-// send queues f on t, first waiting while a paced target has maxQueued
+// send queues p on t, first waiting while a paced target has maxQueued
 // frames pending. It reports false when t is gone or ctx is done.
-func (r *Resender) send(ctx context.Context, t Target, f ws.Frame) bool {
+func (r *Resender) send(ctx context.Context, t Target, p domain.Push) bool {
 	if q, ok := t.(queueDepth); ok {
 		var tick *time.Ticker
 		for q.Pending() >= r.maxQueued {
@@ -304,7 +292,7 @@ func (r *Resender) send(ctx context.Context, t Target, f ws.Frame) bool {
 			}
 		}
 	}
-	return t.Send(f)
+	return t.Send(p)
 }
 
 type resendMetrics struct {

@@ -5,8 +5,6 @@ import (
 	"fmt"
 
 	"github.com/nexo-im/nexo/domain"
-	"github.com/nexo-im/nexo/gateway/auth"
-	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
 )
 
@@ -43,11 +41,12 @@ func NewCursors(access *Access, writer *CursorWriter, states StateReader) *Curso
 
 // Ack advances userID's delivered cursor (ack_type delivered) or its read
 // and delivered cursors (read) in req.ConversationID to req.Seq, with
-// GREATEST semantics: a repeated or lower ACK changes nothing. Errors:
+// GREATEST semantics: a repeated or lower ACK changes nothing. src is the
+// connection the ACK came over, for the cursor audit lines. Errors:
 // bad_request, not_conversation_member, bad_seq (above the highest seq
 // issued in the conversation — saved or accepted — or above the caller's
 // cap).
-func (s *Cursors) Ack(ctx context.Context, userID string, req AckRequest) (AckResult, error) {
+func (s *Cursors) Ack(ctx context.Context, userID string, src AckSource, req AckRequest) (AckResult, error) {
 	if err := req.Validate(); err != nil {
 		return AckResult{}, err
 	}
@@ -62,13 +61,13 @@ func (s *Cursors) Ack(ctx context.Context, userID string, req AckRequest) (AckRe
 	if req.AckType == string(domain.AckRead) {
 		read = req.Seq
 	}
-	s.writer.Advance(userID, req.ConversationID, req.Seq, read, ackSource(ctx))
+	s.writer.Advance(userID, req.ConversationID, req.Seq, read, src)
 	return AckResult{AckType: req.AckType, ConversationID: req.ConversationID, Seq: req.Seq}, nil
 }
 
 // MarkRead is Ack with ack_type read (POST /msg/mark_read).
-func (s *Cursors) MarkRead(ctx context.Context, userID string, req MarkReadRequest) (AckResult, error) {
-	return s.Ack(ctx, userID, AckRequest{AckType: string(domain.AckRead), ConversationID: req.ConversationID, Seq: req.Seq})
+func (s *Cursors) MarkRead(ctx context.Context, userID string, src AckSource, req MarkReadRequest) (AckResult, error) {
+	return s.Ack(ctx, userID, src, AckRequest{AckType: string(domain.AckRead), ConversationID: req.ConversationID, Seq: req.Seq})
 }
 
 // NewestSeq is Newest for the given conversation IDs, or the first page of
@@ -165,16 +164,4 @@ func (s *Cursors) MaxRead(ctx context.Context, userID string, req MaxReadRequest
 	}
 	info := res.Conversations[req.ConversationID]
 	return MaxReadResult{ConversationID: req.ConversationID, MaxSeq: info.MaxSeq, ReadSeq: info.ReadSeq}, nil
-}
-
-// ackSource is the connection of the request ctx belongs to: the WebSocket
-// connection (1101), or the token's platform for HTTP (mark_read).
-func ackSource(ctx context.Context) AckSource {
-	if c, ok := ws.ConnFrom(ctx); ok {
-		return AckSource{PlatformID: c.PlatformID(), ConnID: c.ID()}
-	}
-	if claims, ok := auth.ClaimsFromContext(ctx); ok {
-		return AckSource{PlatformID: claims.PlatformID}
-	}
-	return AckSource{}
 }

@@ -20,7 +20,7 @@ import (
 const recvNormal = 0
 
 // PresenceLookup answers who is online and in the foreground
-// (store.Sessions).
+// (store.Presence).
 type PresenceLookup interface {
 	Lookup(ctx context.Context, userIDs []string) ([]store.UserPresence, error)
 }
@@ -74,7 +74,7 @@ type Nicknames interface {
 }
 
 // OfflinePush turns saved messages into offline_push events for recipients
-// with no foreground connection on any instance (store.Sessions): a user
+// with no foreground connection on any instance (store.Presence): a user
 // counts as online while any connection has not reported 1104 background.
 // Messages are collected in memory for batch_wait and resolved off the
 // pipeline's path; a crash loses the batch in hand (push notifications are

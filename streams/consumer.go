@@ -18,10 +18,12 @@ import (
 
 // Handler processes a batch of entries read from one stream, in stream
 // order, and acknowledges them itself (stages ack together with their output
-// in one script; see Forwarder). A returned error means "nothing of this
+// in one script; see Commit). A returned error means "nothing of this
 // batch is done, try it again later": the consumer retries the same batch
-// with backoff and keeps it claimed. Handlers must be idempotent: an entry
-// can arrive again after a crash or a reclaim.
+// with backoff and keeps it claimed — unless it is Failures, which names the
+// entries that failed on their own after the rest were done (see
+// RetryPolicy). Handlers must be idempotent: an entry can arrive again after
+// a crash or a reclaim.
 type Handler func(ctx context.Context, batch []redis.XMessage) error
 
 // ConsumerConfig configures one consumer of one stream.
@@ -31,14 +33,19 @@ type ConsumerConfig struct {
 	Consumer string        // stable across restarts: own pending entries are resumed at start
 	Count    int           // most entries per read
 	Block    time.Duration // XREADGROUP BLOCK; also bounds how long shutdown waits for a read
-	// ClaimMinIdle: entries pending this long on another (dead) consumer are
-	// reclaimed by XAUTOCLAIM, checked every ClaimEvery (default
-	// ClaimMinIdle/2).
+	// ClaimMinIdle: an entry pending this long is in no consumer's hands
+	// any more (its consumer died, or its handler failed it): it is claimed
+	// and handled again once its Retry delay has passed too, checked every
+	// ClaimEvery (default ClaimMinIdle/2). It must exceed the longest a
+	// handler works on a batch. 0: nothing is reclaimed.
 	ClaimMinIdle time.Duration
 	ClaimEvery   time.Duration
 	TrimInterval time.Duration
-	BackoffMin   time.Duration
-	BackoffMax   time.Duration
+	// Retry is how failed batches and entries are retried (RetryPolicy).
+	Retry RetryPolicy
+	// DeadLetter parks entries failed permanently or out of attempts; nil
+	// leaves them pending (logged).
+	DeadLetter DeadLetterer
 	// DrainTimeout bounds finishing the in-flight batch after shutdown starts.
 	DrainTimeout time.Duration
 	// TakeOver: this consumer just became the stream's only owner (a shard
@@ -65,6 +72,9 @@ type Consumer struct {
 	// fenced: a commit was refused because the shard's lease moved on; the
 	// consumer stops.
 	fenced bool
+	// retryFrom is where the next retryDue round scans the pending list
+	// from ("": its start).
+	retryFrom string
 }
 
 // NewConsumer returns a consumer; Run starts it.
@@ -72,12 +82,7 @@ func NewConsumer(rdb redis.UniversalClient, cfg ConsumerConfig, log *slog.Logger
 	if cfg.Count < 1 {
 		cfg.Count = 1
 	}
-	if cfg.BackoffMin <= 0 {
-		cfg.BackoffMin = 50 * time.Millisecond
-	}
-	if cfg.BackoffMax < cfg.BackoffMin {
-		cfg.BackoffMax = cfg.BackoffMin
-	}
+	cfg.Retry = cfg.Retry.withDefaults()
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 30 * time.Second
 	}
@@ -98,8 +103,8 @@ func EnsureGroup(ctx context.Context, rdb redis.UniversalClient, stream, group s
 // returns: it reads nothing new after cancellation and acknowledges nothing
 // unfinished (a batch still failing at the drain timeout stays pending for
 // the next start or a peer's reclaim). Order of work: this consumer's own
-// pending entries first (a restart resumes them at once), reclaims of dead
-// peers' entries every ClaimMinIdle/2, then new entries.
+// pending entries first (a restart resumes them at once), then, every
+// ClaimEvery, the pending entries due again (retryDue), and new entries.
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if err := EnsureGroup(ctx, c.rdb, c.cfg.Stream, c.cfg.Group); err != nil {
 		if ctx.Err() != nil {
@@ -132,7 +137,7 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	for ctx.Err() == nil && !c.fenced {
 		now := time.Now()
 		if c.cfg.ClaimMinIdle > 0 && now.After(nextClaim) {
-			c.reclaim(ctx, readCtx, h)
+			c.retryDue(ctx, readCtx, h)
 			nextClaim = now.Add(claimEvery)
 		}
 		if c.cfg.PruneEvery > 0 && now.After(nextPrune) {
@@ -160,7 +165,7 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 				continue
 			}
 			c.log.Warn("read failed", "err", err)
-			c.sleep(ctx, c.cfg.BackoffMin*4)
+			c.sleep(ctx, c.cfg.Retry.Backoff*4)
 			continue
 		}
 		if len(res) == 0 || len(res[0].Messages) == 0 {
@@ -218,11 +223,8 @@ func (c *Consumer) resumeOwn(ctx, readCtx context.Context, h Handler) error {
 	return nil
 }
 
-// reclaim takes over entries idle longer than ClaimMinIdle from any consumer.
-func (c *Consumer) reclaim(ctx, readCtx context.Context, h Handler) {
-	c.reclaimIdle(ctx, readCtx, h, c.cfg.ClaimMinIdle)
-}
-
+// reclaimIdle takes over every entry idle at least minIdle from any
+// consumer (a take-over: at once, whatever its retry delay).
 func (c *Consumer) reclaimIdle(ctx, readCtx context.Context, h Handler, minIdle time.Duration) {
 	start := "0-0"
 	for ctx.Err() == nil && !c.fenced {
@@ -250,14 +252,20 @@ func (c *Consumer) reclaimIdle(ctx, readCtx context.Context, h Handler, minIdle 
 // process runs the handler on a batch until it succeeds, backing off between
 // tries and keeping the entries' idle time fresh so peers do not reclaim a
 // batch that is merely waiting for the database. After shutdown starts it
-// keeps trying only until DrainTimeout.
+// keeps trying only until DrainTimeout. Entries the handler fails on their
+// own are settled by settleFailures.
 func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handler) {
 	work := context.WithoutCancel(ctx)
 	var drainDeadline time.Time
-	backoff := c.cfg.BackoffMin
+	backoff := c.cfg.Retry.Backoff
 	for attempt := 1; ; attempt++ {
 		err := h(work, batch)
 		if err == nil {
+			return
+		}
+		var failed Failures
+		if errors.As(err, &failed) {
+			c.settleFailures(work, batch, failed)
 			return
 		}
 		if errors.Is(err, ErrFenced) {
@@ -278,7 +286,7 @@ func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handle
 		c.log.Warn("batch failed, retrying", "count", len(batch), "first", batch[0].ID, "attempt", attempt, "backoff", backoff, "err", err)
 		c.touch(work, batch)
 		c.sleep(work, backoff)
-		backoff = min(backoff*2, c.cfg.BackoffMax)
+		backoff = min(backoff*2, c.cfg.Retry.BackoffMax)
 	}
 }
 

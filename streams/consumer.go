@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -34,10 +35,10 @@ type ConsumerConfig struct {
 	Count    int           // most entries per read
 	Block    time.Duration // XREADGROUP BLOCK; also bounds how long shutdown waits for a read
 	// ClaimMinIdle: an entry pending this long is in no consumer's hands
-	// any more (its consumer died, or its handler failed it): it is claimed
-	// and handled again once its Retry delay has passed too, checked every
-	// ClaimEvery (default ClaimMinIdle/2). It must exceed the longest a
-	// handler works on a batch. 0: nothing is reclaimed.
+	// any more (its consumer died, or its handler failed it; a consumer
+	// keeps the entries it works on fresh): it is claimed and handled
+	// again once its Retry delay has passed too, checked every ClaimEvery
+	// (default ClaimMinIdle/2). 0: nothing is reclaimed or kept fresh.
 	ClaimMinIdle time.Duration
 	ClaimEvery   time.Duration
 	TrimInterval time.Duration
@@ -259,7 +260,9 @@ func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handle
 	var drainDeadline time.Time
 	backoff := c.cfg.Retry.Backoff
 	for attempt := 1; ; attempt++ {
+		stop := c.keepFresh(work, batch)
 		err := h(work, batch)
+		stop()
 		if err == nil {
 			return
 		}
@@ -287,6 +290,39 @@ func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handle
 		c.touch(work, batch)
 		c.sleep(work, backoff)
 		backoff = min(backoff*2, c.cfg.Retry.BackoffMax)
+	}
+}
+
+// keepFresh touches batch every ClaimMinIdle/2 while its handler works on
+// it, so that no peer takes entries still in hand (a webhook batch posting
+// to a slow receiver); stop ends it. A timer, not a goroutine: most
+// batches finish long before the first touch. A touch racing stop is
+// harmless (XCLAIM skips acknowledged entries).
+func (c *Consumer) keepFresh(ctx context.Context, batch []redis.XMessage) (stop func()) {
+	if c.cfg.ClaimMinIdle <= 0 {
+		return func() {}
+	}
+	every := c.cfg.ClaimMinIdle / 2
+	var mu sync.Mutex
+	var t *time.Timer
+	stopped := false
+	var tick func()
+	tick = func() {
+		c.touch(ctx, batch)
+		mu.Lock()
+		defer mu.Unlock()
+		if !stopped {
+			t = time.AfterFunc(every, tick)
+		}
+	}
+	mu.Lock()
+	t = time.AfterFunc(every, tick)
+	mu.Unlock()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		stopped = true
+		t.Stop()
 	}
 }
 

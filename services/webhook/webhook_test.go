@@ -29,17 +29,6 @@ func TestSignIsTheDocumentedHMAC(t *testing.T) {
 	}
 }
 
-// TestBackoffDoublesUpToTheMax: retry_backoff doubles per failed attempt
-// and stops at retry_backoff_max.
-func TestBackoffDoublesUpToTheMax(t *testing.T) {
-	d := &Deliverer{cfg: configs.Webhooks{RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Second}}
-	for n, want := range map[int64]time.Duration{0: time.Second, 1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 5 * time.Second, 30: 5 * time.Second} {
-		if got := d.backoff(n); got != want {
-			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
-		}
-	}
-}
-
 // TestAfterSaveAppendsOnlyEnabledEvents: after_send for user messages,
 // group_changed for group notifications, nothing for disabled events or
 // recalled messages; ids are stable per message (receivers dedupe on them).

@@ -545,8 +545,8 @@ type Group struct {
 	Push GroupPush `koanf:"push"`
 }
 
-// GroupPush chooses how a group message reaches online members (seed
-// design 001 §5.2).
+// GroupPush chooses how a group message reaches online members
+// (docs/groups.md).
 type GroupPush struct {
 	// Mode is push (message body, 2001), notify (2102, clients pull), none,
 	// or auto (thresholds below).

@@ -228,7 +228,7 @@ func TestAbruptStopOfOneOfThreeInstances(t *testing.T) {
 	a.p.Rebalance()
 	b.p.Rebalance()
 	e.waitOwners("after c died", []string{"a", "b"}, a, b)
-	// The bound of issue 11: claim_min_idle + one heartbeat (here the
+	// The take-over bound: claim_min_idle + one heartbeat (here the
 	// lease TTL stands for the heartbeat TTL that declares c dead), plus
 	// slack for a busy machine.
 	if moved, bound := time.Since(killed), leaseTTL+e.cfg.Streams.ClaimMinIdle+leaseInterval; moved > bound+2*time.Second {

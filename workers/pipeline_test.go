@@ -360,7 +360,7 @@ func TestPoisonEntryIsDeadLetteredWithoutBlockingItsShard(t *testing.T) {
 	}
 }
 
-// TestRepeatOffenderIsBlocked (issue 13 #1): a sender whose messages keep
+// TestRepeatOffenderIsBlocked: a sender whose messages keep
 // being dead-lettered (content the database refuses) is blocked after
 // limits.dead_letters.count of them, as every instance sees; the server's
 // own notices and other senders are not counted.

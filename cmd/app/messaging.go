@@ -290,7 +290,7 @@ func (a *App) acceptOptions(msgs *store.MessageRepo) []streams.AcceptOption {
 // ReleaseShards stops this instance's save and deliver stages after the
 // batches in hand and gives its shard leases back at once, so the other
 // instances take the shards over without waiting for the leases to expire
-// (issue 11 item 7: call it right after SIGTERM). Idempotent; the
+// (call it right after SIGTERM). Idempotent; the
 // pipeline's own shutdown does the same.
 func (a *App) ReleaseShards(ctx context.Context) error {
 	if a.pipeline == nil {
@@ -324,7 +324,7 @@ func (a *App) Shards(ctx context.Context) (ShardsJSON, error) {
 	return out, nil
 }
 
-// Audit lines (issue 15 item 3, docs/operations.md "Audit lines"): at most
+// Audit lines (docs/operations.md "Audit lines"): at most
 // auditPerSecond lines a second (burst auditBurst) per level, so an outage
 // that fails every push cannot flood the log.
 const (

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -224,32 +223,6 @@ func (c *Consumer) resumeOwn(ctx, readCtx context.Context, h Handler) error {
 	return nil
 }
 
-// reclaimIdle takes over every entry idle at least minIdle from any
-// consumer (a take-over: at once, whatever its retry delay).
-func (c *Consumer) reclaimIdle(ctx, readCtx context.Context, h Handler, minIdle time.Duration) {
-	start := "0-0"
-	for ctx.Err() == nil && !c.fenced {
-		msgs, next, err := c.rdb.XAutoClaim(readCtx, &redis.XAutoClaimArgs{
-			Stream: c.cfg.Stream, Group: c.cfg.Group, Consumer: c.cfg.Consumer,
-			MinIdle: minIdle, Start: start, Count: int64(c.cfg.Count),
-		}).Result()
-		if err != nil {
-			if !errors.Is(err, redis.Nil) {
-				c.log.Warn("reclaim failed", "err", err)
-			}
-			return
-		}
-		if msgs = liveOnly(msgs); len(msgs) > 0 {
-			c.log.Info("reclaimed idle entries", "count", len(msgs), "first", msgs[0].ID)
-			c.process(ctx, msgs, h)
-		}
-		if next == "0-0" || next == "" {
-			return
-		}
-		start = next
-	}
-}
-
 // process runs the handler on a batch until it succeeds, backing off between
 // tries and keeping the entries' idle time fresh so peers do not reclaim a
 // batch that is merely waiting for the database. After shutdown starts it
@@ -291,50 +264,6 @@ func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handle
 		c.sleep(work, backoff)
 		backoff = min(backoff*2, c.cfg.Retry.BackoffMax)
 	}
-}
-
-// keepFresh touches batch every ClaimMinIdle/2 while its handler works on
-// it, so that no peer takes entries still in hand (a webhook batch posting
-// to a slow receiver); stop ends it. A timer, not a goroutine: most
-// batches finish long before the first touch. A touch racing stop is
-// harmless (XCLAIM skips acknowledged entries).
-func (c *Consumer) keepFresh(ctx context.Context, batch []redis.XMessage) (stop func()) {
-	if c.cfg.ClaimMinIdle <= 0 {
-		return func() {}
-	}
-	every := c.cfg.ClaimMinIdle / 2
-	var mu sync.Mutex
-	var t *time.Timer
-	stopped := false
-	var tick func()
-	tick = func() {
-		c.touch(ctx, batch)
-		mu.Lock()
-		defer mu.Unlock()
-		if !stopped {
-			t = time.AfterFunc(every, tick)
-		}
-	}
-	mu.Lock()
-	t = time.AfterFunc(every, tick)
-	mu.Unlock()
-	return func() {
-		mu.Lock()
-		defer mu.Unlock()
-		stopped = true
-		t.Stop()
-	}
-}
-
-// touch resets the idle time of entries we still hold (XCLAIM to ourselves).
-func (c *Consumer) touch(ctx context.Context, batch []redis.XMessage) {
-	ids := make([]string, len(batch))
-	for i, m := range batch {
-		ids[i] = m.ID
-	}
-	_ = c.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
-		Stream: c.cfg.Stream, Group: c.cfg.Group, Consumer: c.cfg.Consumer, MinIdle: 0, Messages: ids,
-	}).Err()
 }
 
 // trim removes entries every member of the group has acknowledged: those

@@ -335,6 +335,16 @@ func liveConsumerKeeps(t *testing.T, b *bench) {
 	b.waitFor("the slow consumer holding the entries", func() bool { return b.pending() == 3 })
 	b.run(b.config("peer"), b.handler("peer", nil))
 	time.Sleep(4 * minIdle) // several claim rounds of the peer
+	// Keeping entries fresh is not delivering them again: no attempt spent.
+	p, err := b.rdb.XPendingExt(context.Background(), &redis.XPendingExtArgs{Stream: b.in, Group: group, Start: "-", End: "+", Count: 10}).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range p {
+		if e.RetryCount != 1 || e.Consumer != "slow" {
+			t.Errorf("%s: %d deliveries, held by %q; want 1, by slow", e.ID, e.RetryCount, e.Consumer)
+		}
+	}
 	close(release)
 	b.waitFor("the batch finished", b.allSeen(ids))
 	b.mu.Lock()

@@ -103,10 +103,10 @@ func IsPermanent(err error) bool {
 	return errors.As(err, &p)
 }
 
-// Attempts returns how many times each of ids was delivered to the group
-// (the delivery count, which survives restarts and claims), in one round
-// trip. An ID not pending is absent.
-func Attempts(ctx context.Context, rdb redis.UniversalClient, stream, group string, ids []string) (map[string]int64, error) {
+// pendingOf returns the pending record of each of ids — its consumer and
+// delivery count, which survives restarts and claims — in one round trip.
+// An ID not pending is absent.
+func pendingOf(ctx context.Context, rdb redis.UniversalClient, stream, group string, ids []string) (map[string]redis.XPendingExt, error) {
 	cmds := make([]*redis.XPendingExtCmd, len(ids))
 	_, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for i, id := range ids {
@@ -117,10 +117,10 @@ func Attempts(ctx context.Context, rdb redis.UniversalClient, stream, group stri
 	if err != nil && !errors.Is(err, redis.Nil) {
 		return nil, fmt.Errorf("delivery counts of %d entries of %s: %w", len(ids), stream, err)
 	}
-	out := make(map[string]int64, len(ids))
+	out := make(map[string]redis.XPendingExt, len(ids))
 	for _, c := range cmds {
 		for _, p := range c.Val() {
-			out[p.ID] = p.RetryCount
+			out[p.ID] = p
 		}
 	}
 	return out, nil
@@ -140,7 +140,7 @@ func (c *Consumer) settleFailures(ctx context.Context, batch []redis.XMessage, f
 	if len(ids) == 0 {
 		return
 	}
-	attempts, err := Attempts(ctx, c.rdb, c.cfg.Stream, c.cfg.Group, ids)
+	pending, err := pendingOf(ctx, c.rdb, c.cfg.Stream, c.cfg.Group, ids)
 	if err != nil {
 		c.log.Warn("failed entries left pending: delivery counts unknown", "count", len(ids), "err", err)
 		return
@@ -151,9 +151,10 @@ func (c *Consumer) settleFailures(ctx context.Context, batch []redis.XMessage, f
 		if !ok {
 			continue
 		}
-		n, pending := attempts[m.ID]
+		p, ok := pending[m.ID]
+		n := p.RetryCount
 		switch {
-		case !pending: // acknowledged after all, or claimed away and deleted
+		case !ok || p.Consumer != c.cfg.Consumer: // acknowledged after all, or a peer's now
 		case IsPermanent(cause) || c.cfg.Retry.Exhausted(n):
 			dead = append(dead, Dead{Entry: m, Attempts: n, Err: cause})
 		default:

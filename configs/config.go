@@ -258,6 +258,10 @@ type Webhooks struct {
 	MaxAttempts     int           `koanf:"max_attempts"`
 	RetryBackoff    time.Duration `koanf:"retry_backoff"`
 	RetryBackoffMax time.Duration `koanf:"retry_backoff_max"`
+	// DeadMaxLen caps the events' dead-letter stream, in entries; 0: no cap.
+	DeadMaxLen int64 `koanf:"dead_max_len"`
+	// DeadMaxBodyBytes caps the event body kept in a dead-letter entry.
+	DeadMaxBodyBytes int `koanf:"dead_max_body_bytes"`
 	// Workers is how many deliveries run at once per process.
 	Workers int `koanf:"workers"`
 	// BatchSize is the most asynchronous events one POST carries (1..128).
@@ -573,8 +577,8 @@ type Group struct {
 	Push GroupPush `koanf:"push"`
 }
 
-// GroupPush chooses how a group message reaches online members (seed
-// design 001 §5.2).
+// GroupPush chooses how a group message reaches online members
+// (docs/groups.md).
 type GroupPush struct {
 	// Mode is push (message body, 2001), notify (2102, clients pull), none,
 	// or auto (thresholds below).
@@ -797,6 +801,7 @@ func Default() Config {
 		},
 		Webhooks: Webhooks{
 			Timeout: 5 * time.Second, MaxAttempts: 8, RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute, Workers: 16, BatchSize: 1,
+			DeadMaxLen: 100000, DeadMaxBodyBytes: 64 << 10,
 			BeforeSend:  BeforeSend{Timeout: 2 * time.Second, OnError: OnErrorAllow},
 			OfflinePush: OfflinePush{BatchWait: 500 * time.Millisecond, Preview: "text", PreviewChars: 100},
 		},

@@ -156,6 +156,8 @@ func (c *Config) Validate() error {
 		{c.Webhooks.Timeout > 0, "webhooks.timeout", "must be > 0"},
 		{c.Webhooks.MaxAttempts >= 1, "webhooks.max_attempts", "must be >= 1"},
 		{c.Webhooks.RetryBackoff > 0 && c.Webhooks.RetryBackoffMax >= c.Webhooks.RetryBackoff, "webhooks.retry_backoff", "must be > 0 and <= webhooks.retry_backoff_max"},
+		{c.Webhooks.DeadMaxLen >= 0, "webhooks.dead_max_len", "must be >= 0 (0: no cap)"},
+		{c.Webhooks.DeadMaxBodyBytes >= 64, "webhooks.dead_max_body_bytes", "must be >= 64"},
 		{c.Webhooks.Workers >= 1, "webhooks.workers", "must be >= 1"},
 		{c.Webhooks.BatchSize >= 1 && c.Webhooks.BatchSize <= MaxWebhookBatch, "webhooks.batch_size", "must be 1..128"},
 		{c.Webhooks.BeforeSend.Timeout > 0, "webhooks.before_send.timeout", "must be > 0"},

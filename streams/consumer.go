@@ -20,8 +20,10 @@ import (
 // order, and acknowledges them itself (stages ack together with their output
 // in one script; see Commit). A returned error means "nothing of this
 // batch is done, try it again later": the consumer retries the same batch
-// with backoff and keeps it claimed. Handlers must be idempotent: an entry
-// can arrive again after a crash or a reclaim.
+// with backoff and keeps it claimed — unless it is Failures, which names the
+// entries that failed on their own after the rest were done (see
+// RetryPolicy). Handlers must be idempotent: an entry can arrive again after
+// a crash or a reclaim.
 type Handler func(ctx context.Context, batch []redis.XMessage) error
 
 // ConsumerConfig configures one consumer of one stream.
@@ -31,14 +33,19 @@ type ConsumerConfig struct {
 	Consumer string        // stable across restarts: own pending entries are resumed at start
 	Count    int           // most entries per read
 	Block    time.Duration // XREADGROUP BLOCK; also bounds how long shutdown waits for a read
-	// ClaimMinIdle: entries pending this long on another (dead) consumer are
-	// reclaimed by XAUTOCLAIM, checked every ClaimEvery (default
-	// ClaimMinIdle/2).
+	// ClaimMinIdle: an entry pending this long is in no consumer's hands
+	// any more (its consumer died, or its handler failed it; a consumer
+	// keeps the entries it works on fresh): it is claimed and handled
+	// again once its Retry delay has passed too, checked every ClaimEvery
+	// (default ClaimMinIdle/2). 0: nothing is reclaimed or kept fresh.
 	ClaimMinIdle time.Duration
 	ClaimEvery   time.Duration
 	TrimInterval time.Duration
-	BackoffMin   time.Duration
-	BackoffMax   time.Duration
+	// Retry is how failed batches and entries are retried (RetryPolicy).
+	Retry RetryPolicy
+	// DeadLetter parks entries failed permanently or out of attempts; nil
+	// leaves them pending (logged).
+	DeadLetter DeadLetterer
 	// DrainTimeout bounds finishing the in-flight batch after shutdown starts.
 	DrainTimeout time.Duration
 	// TakeOver: this consumer just became the stream's only owner (a shard
@@ -65,6 +72,9 @@ type Consumer struct {
 	// fenced: a commit was refused because the shard's lease moved on; the
 	// consumer stops.
 	fenced bool
+	// retryFrom is where the next retryDue round scans the pending list
+	// from ("": its start).
+	retryFrom string
 }
 
 // NewConsumer returns a consumer; Run starts it.
@@ -72,12 +82,7 @@ func NewConsumer(rdb redis.UniversalClient, cfg ConsumerConfig, log *slog.Logger
 	if cfg.Count < 1 {
 		cfg.Count = 1
 	}
-	if cfg.BackoffMin <= 0 {
-		cfg.BackoffMin = 50 * time.Millisecond
-	}
-	if cfg.BackoffMax < cfg.BackoffMin {
-		cfg.BackoffMax = cfg.BackoffMin
-	}
+	cfg.Retry = cfg.Retry.withDefaults()
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = 30 * time.Second
 	}
@@ -98,8 +103,8 @@ func EnsureGroup(ctx context.Context, rdb redis.UniversalClient, stream, group s
 // returns: it reads nothing new after cancellation and acknowledges nothing
 // unfinished (a batch still failing at the drain timeout stays pending for
 // the next start or a peer's reclaim). Order of work: this consumer's own
-// pending entries first (a restart resumes them at once), reclaims of dead
-// peers' entries every ClaimMinIdle/2, then new entries.
+// pending entries first (a restart resumes them at once), then, every
+// ClaimEvery, the pending entries due again (retryDue), and new entries.
 func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	if err := EnsureGroup(ctx, c.rdb, c.cfg.Stream, c.cfg.Group); err != nil {
 		if ctx.Err() != nil {
@@ -132,7 +137,7 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 	for ctx.Err() == nil && !c.fenced {
 		now := time.Now()
 		if c.cfg.ClaimMinIdle > 0 && now.After(nextClaim) {
-			c.reclaim(ctx, readCtx, h)
+			c.retryDue(ctx, readCtx, h)
 			nextClaim = now.Add(claimEvery)
 		}
 		if c.cfg.PruneEvery > 0 && now.After(nextPrune) {
@@ -160,7 +165,7 @@ func (c *Consumer) Run(ctx context.Context, h Handler) error {
 				continue
 			}
 			c.log.Warn("read failed", "err", err)
-			c.sleep(ctx, c.cfg.BackoffMin*4)
+			c.sleep(ctx, c.cfg.Retry.Backoff*4)
 			continue
 		}
 		if len(res) == 0 || len(res[0].Messages) == 0 {
@@ -218,46 +223,25 @@ func (c *Consumer) resumeOwn(ctx, readCtx context.Context, h Handler) error {
 	return nil
 }
 
-// reclaim takes over entries idle longer than ClaimMinIdle from any consumer.
-func (c *Consumer) reclaim(ctx, readCtx context.Context, h Handler) {
-	c.reclaimIdle(ctx, readCtx, h, c.cfg.ClaimMinIdle)
-}
-
-func (c *Consumer) reclaimIdle(ctx, readCtx context.Context, h Handler, minIdle time.Duration) {
-	start := "0-0"
-	for ctx.Err() == nil && !c.fenced {
-		msgs, next, err := c.rdb.XAutoClaim(readCtx, &redis.XAutoClaimArgs{
-			Stream: c.cfg.Stream, Group: c.cfg.Group, Consumer: c.cfg.Consumer,
-			MinIdle: minIdle, Start: start, Count: int64(c.cfg.Count),
-		}).Result()
-		if err != nil {
-			if !errors.Is(err, redis.Nil) {
-				c.log.Warn("reclaim failed", "err", err)
-			}
-			return
-		}
-		if msgs = liveOnly(msgs); len(msgs) > 0 {
-			c.log.Info("reclaimed idle entries", "count", len(msgs), "first", msgs[0].ID)
-			c.process(ctx, msgs, h)
-		}
-		if next == "0-0" || next == "" {
-			return
-		}
-		start = next
-	}
-}
-
 // process runs the handler on a batch until it succeeds, backing off between
 // tries and keeping the entries' idle time fresh so peers do not reclaim a
 // batch that is merely waiting for the database. After shutdown starts it
-// keeps trying only until DrainTimeout.
+// keeps trying only until DrainTimeout. Entries the handler fails on their
+// own are settled by settleFailures.
 func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handler) {
 	work := context.WithoutCancel(ctx)
 	var drainDeadline time.Time
-	backoff := c.cfg.BackoffMin
+	backoff := c.cfg.Retry.Backoff
 	for attempt := 1; ; attempt++ {
+		stop := c.keepFresh(work, batch)
 		err := h(work, batch)
+		stop()
 		if err == nil {
+			return
+		}
+		var failed Failures
+		if errors.As(err, &failed) {
+			c.settleFailures(work, batch, failed)
 			return
 		}
 		if errors.Is(err, ErrFenced) {
@@ -278,19 +262,8 @@ func (c *Consumer) process(ctx context.Context, batch []redis.XMessage, h Handle
 		c.log.Warn("batch failed, retrying", "count", len(batch), "first", batch[0].ID, "attempt", attempt, "backoff", backoff, "err", err)
 		c.touch(work, batch)
 		c.sleep(work, backoff)
-		backoff = min(backoff*2, c.cfg.BackoffMax)
+		backoff = min(backoff*2, c.cfg.Retry.BackoffMax)
 	}
-}
-
-// touch resets the idle time of entries we still hold (XCLAIM to ourselves).
-func (c *Consumer) touch(ctx context.Context, batch []redis.XMessage) {
-	ids := make([]string, len(batch))
-	for i, m := range batch {
-		ids[i] = m.ID
-	}
-	_ = c.rdb.XClaimJustID(ctx, &redis.XClaimArgs{
-		Stream: c.cfg.Stream, Group: c.cfg.Group, Consumer: c.cfg.Consumer, MinIdle: 0, Messages: ids,
-	}).Err()
 }
 
 // trim removes entries every member of the group has acknowledged: those

@@ -11,21 +11,22 @@ import (
 )
 
 // Dead-letter entries keep what an operator needs to find and judge the
-// message — its seq, route, ids (inside the body's first bytes) and the
-// error — not necessarily the whole body: a poison sender must not be able
-// to grow Redis by the size of everything it sends.
+// entry — for a message its seq, route, ids (inside the body's first bytes)
+// and the error — not necessarily the whole body: a poison sender must not
+// be able to grow Redis by the size of everything it sends.
 const (
-	// fieldBodyBytes is the original body's length when it was cut.
-	fieldBodyBytes = "m_bytes"
+	// bodyBytesSuffix names, after the body's field, the original body's
+	// length when it was cut ("m_bytes").
+	bodyBytesSuffix = "_bytes"
 	// maxDeadField caps every field but the body.
 	maxDeadField = 256
 )
 
 // CapDeadFields returns the fields of a dead-letter entry made from an
-// entry's fields: every field cut to 256 bytes, the message body ("m") to
-// maxBody bytes (streams.dead_max_body_bytes) with its original length in
-// "m_bytes" when cut. Cuts fall on UTF-8 boundaries.
-func CapDeadFields(values map[string]any, maxBody int) map[string]any {
+// entry's fields: every field cut to 256 bytes, the body (field bodyField;
+// "m" for the pipeline's messages) to maxBody bytes with its original
+// length in "<bodyField>_bytes" when cut. Cuts fall on UTF-8 boundaries.
+func CapDeadFields(values map[string]any, bodyField string, maxBody int) map[string]any {
 	out := make(map[string]any, len(values)+1)
 	for k, v := range values {
 		s, ok := v.(string)
@@ -33,10 +34,10 @@ func CapDeadFields(values map[string]any, maxBody int) map[string]any {
 			s = fmt.Sprint(v)
 		}
 		limit := maxDeadField
-		if k == fieldMsg {
+		if k == bodyField {
 			limit = maxBody
 			if len(s) > limit {
-				out[fieldBodyBytes] = strconv.Itoa(len(s))
+				out[bodyField+bodyBytesSuffix] = strconv.Itoa(len(s))
 			}
 		}
 		out[k] = cutUTF8(s, limit)
@@ -70,10 +71,4 @@ func TrimDead(ctx context.Context, rdb redis.UniversalClient, key string, maxLen
 		}
 	}
 	return nil
-}
-
-// NewDeadEntry is the dead-letter entry for an entry's fields (capped by
-// CapDeadFields), the stream it came from and the error (cut to 1 KiB).
-func NewDeadEntry(values map[string]any, source, err string, maxBody int) DeadEntry {
-	return DeadEntry{Fields: CapDeadFields(values, maxBody), Source: source, Err: cutUTF8(err, 1024)}
 }

@@ -66,7 +66,7 @@ func TestInstanceIDTravelsButIsOptional(t *testing.T) {
 	if len(args) != 12 || args[10] != fieldInstance || args[11] != "web1-8080" {
 		t.Fatalf("forwarded entry args %v", args)
 	}
-	if d := NewDeadEntry(old.Values, "src", "boom", 64); d.Fields[fieldInstance] != "web1-8080" {
-		t.Fatalf("dead letter fields %v", d.Fields)
+	if d := CapDeadFields(old.Values, fieldMsg, 64); d[fieldInstance] != "web1-8080" {
+		t.Fatalf("dead letter fields %v", d)
 	}
 }

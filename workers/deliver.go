@@ -32,16 +32,15 @@ type PushFilter interface {
 // receiver and the sender's other connections), then in one atomic Redis
 // step forwards deliver-first entries to to_save and acknowledges the batch.
 type DeliverHandler struct {
-	keys        streams.Keys
-	rdb         redis.UniversalClient
-	push        Pusher
-	groups      GroupFanout
-	filter      PushFilter
-	metrics     *Metrics
-	log         *slog.Logger
-	limited     *domain.RateLog
-	deadMaxBody int
-	audit       *domain.Audit
+	keys    streams.Keys
+	rdb     redis.UniversalClient
+	push    Pusher
+	groups  GroupFanout
+	filter  PushFilter
+	metrics *Metrics
+	log     *slog.Logger
+	limited *domain.RateLog
+	audit   *domain.Audit
 }
 
 // DeliverDeps are the DeliverHandler's collaborators. Groups may be nil
@@ -56,34 +55,33 @@ type DeliverDeps struct {
 	Filter  PushFilter
 	Metrics *Metrics
 	Log     *slog.Logger
-	// DeadMaxBody caps the body kept in a dead-letter entry
-	// (streams.dead_max_body_bytes); 0 means 1024.
-	DeadMaxBody int
-	Audit       *domain.Audit // nil: no audit lines
+	Audit   *domain.Audit // nil: no audit lines
 }
 
 // NewDeliverHandler returns the deliver stage.
 func NewDeliverHandler(d DeliverDeps) *DeliverHandler {
 	return &DeliverHandler{keys: d.Keys, rdb: d.Redis, push: d.Pusher, groups: d.Groups, filter: d.Filter, metrics: d.Metrics, log: d.Log, audit: d.Audit,
-		limited: newDeadLines(d.Log), deadMaxBody: deadMaxBody(d.DeadMaxBody)}
+		limited: newDeadLines(d.Log)}
 }
 
 // Handle delivers one batch, in stream order (so one conversation's pushes
 // leave in seq order). Pushes happen before the acknowledgement: a crash in
-// between pushes again after the reclaim (at-least-once).
+// between pushes again after the reclaim (at-least-once). A malformed entry
+// is returned in streams.Failures, permanent (dead-lettered); a push that
+// fails retries the whole batch.
 func (h *DeliverHandler) Handle(ctx context.Context, shard int, batch []redis.XMessage) error {
 	ctx = store.WithOpCounter(ctx, h.metrics.Ops(streams.GroupDeliver))
 	h.metrics.StageMessages.WithLabelValues(streams.GroupDeliver).Add(float64(len(batch)))
 	commit := streams.Commit{
-		Input: h.keys.ToDeliver(shard), Group: h.keys.DeliverGroup(), Next: h.keys.ToSave(shard), Dead: h.keys.Dead(shard),
+		Input: h.keys.ToDeliver(shard), Group: h.keys.DeliverGroup(), Next: h.keys.ToSave(shard),
 	}
 	now := time.Now().UnixMilli()
+	failures := streams.Failures{}
 	for _, x := range batch {
 		e, err := streams.Decode(x)
 		if err != nil {
 			h.limited.Error(ctx, "deliver: malformed entry dead-lettered", "entry", x.ID, "err", err)
-			commit.ToDead = append(commit.ToDead, streams.NewDeadEntry(x.Values, commit.Input, err.Error(), h.deadMaxBody))
-			commit.Ack = append(commit.Ack, x.ID)
+			failures[x.ID] = streams.Permanent(err)
 			continue
 		}
 		if err := h.deliver(ctx, &e); err != nil {
@@ -108,7 +106,7 @@ func (h *DeliverHandler) Handle(ctx context.Context, shard int, batch []redis.XM
 		h.metrics.PublishFailures.WithLabelValues("deliver").Inc()
 		return fmt.Errorf("deliver: commit %d entries: %w", len(commit.Ack), err)
 	}
-	return nil
+	return failures.Err()
 }
 
 func (h *DeliverHandler) deliver(ctx context.Context, e *streams.Entry) error {

@@ -20,7 +20,7 @@ func TestStageOpsPerBatchAreConstant(t *testing.T) {
 	ctx := context.Background()
 	m := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, MaxAttempts: e.cfg.Save.MaxAttempts})
+		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Metrics: m, Log: e.log})
 	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, "n1", save, deliver, e.log)
 	if err := p.EnsureGroups(ctx); err != nil {

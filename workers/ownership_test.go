@@ -58,7 +58,7 @@ func (e *env) startOwned(name string, m *members) *instance {
 	rdb := redis.NewClient(&redis.Options{Addr: storetest.RedisAddr(e.t)})
 	mt := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.acc, Pusher: e.rec, Metrics: mt, Log: e.log, MaxAttempts: e.cfg.Save.MaxAttempts})
+		Allocator: e.acc, Pusher: e.rec, Metrics: mt, Log: e.log})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: rdb, Pusher: e.rec, Metrics: mt, Log: e.log})
 	p := workers.NewPipeline(rdb, e.keys, e.cfg.Streams, e.cfg.Save, name, save, deliver, e.log)
 	p.UseOwnership(workers.Ownership{Leases: streams.NewShardLeases(rdb, e.keys), Live: m.Live, TTL: leaseTTL, Interval: leaseInterval})
@@ -228,7 +228,7 @@ func TestAbruptStopOfOneOfThreeInstances(t *testing.T) {
 	a.p.Rebalance()
 	b.p.Rebalance()
 	e.waitOwners("after c died", []string{"a", "b"}, a, b)
-	// The bound of issue 11: claim_min_idle + one heartbeat (here the
+	// The take-over bound: claim_min_idle + one heartbeat (here the
 	// lease TTL stands for the heartbeat TTL that declares c dead), plus
 	// slack for a busy machine.
 	if moved, bound := time.Since(killed), leaseTTL+e.cfg.Streams.ClaimMinIdle+leaseInterval; moved > bound+2*time.Second {

@@ -13,9 +13,16 @@ import (
 	"github.com/nexo-im/nexo/streams"
 )
 
-// Stage handles batches of one shard.
+// Stage handles batches of one shard (a streams.Handler per shard).
 type Stage interface {
 	Handle(ctx context.Context, shard int, batch []redis.XMessage) error
+}
+
+// DeadLetterHooks is a Stage with its own part in dead-lettering (the
+// save stage): see streams.DeadLetters' Prepare and Parked.
+type DeadLetterHooks interface {
+	PrepareDead(ctx context.Context, shard int, dead []streams.Dead, c *streams.Commit) error
+	Parked(ctx context.Context, shard int, dead []streams.Dead)
 }
 
 // Pipeline runs the save and deliver stages: one consumer per (stage,
@@ -137,13 +144,20 @@ func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error
 	g, gctx := errgroup.WithContext(ctx)
 	for name, stage := range p.stages {
 		stream, group, count := p.keys.ToSave(shard), p.keys.SaveGroup(), p.save.BatchSize
+		// The save stage fails a row the database refuses on its own: it
+		// is retried save.max_attempts times. The deliver stage fails
+		// only malformed entries on their own (dead-lettered at once): a
+		// failed push retries its batch until it goes through, as a
+		// deliver-first message is not saved yet. Both back off alike.
+		retry := streams.RetryPolicy{MaxAttempts: p.save.MaxAttempts, Backoff: p.save.RetryBackoff, BackoffMax: p.save.RetryBackoffMax}
 		if name == streams.GroupDeliver {
 			stream, group, count = p.keys.ToDeliver(shard), p.keys.DeliverGroup(), p.cfg.ReadCount
+			retry.MaxAttempts = 0
 		}
 		cfg := streams.ConsumerConfig{
 			Stream: stream, Group: group, Consumer: p.name, Count: count, Block: p.cfg.Block,
 			ClaimMinIdle: p.cfg.ClaimMinIdle, ClaimEvery: min(p.cfg.ClaimMinIdle/4, time.Second),
-			TrimInterval: p.cfg.TrimInterval, BackoffMin: p.save.RetryBackoff, BackoffMax: p.save.RetryBackoffMax,
+			TrimInterval: p.cfg.TrimInterval, Retry: retry, DeadLetter: p.deadLetters(stage, shard, stream, group),
 			TakeOver: takeOver,
 		}
 		if p.own != nil && p.own.Self == p.name {
@@ -159,6 +173,21 @@ func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error
 		})
 	}
 	return g.Wait()
+}
+
+// deadLetters is the dead-letter path of a stage's consumer on shard: the
+// shard's dead-letter stream, capped at streams.dead_max_len entries and
+// streams.dead_max_body_bytes of body, with the stage's hooks.
+func (p *Pipeline) deadLetters(stage Stage, shard int, stream, group string) *streams.DeadLetters {
+	d := &streams.DeadLetters{Redis: p.rdb, Input: stream, Group: group, Stream: p.keys.Dead(shard),
+		MaxLen: p.cfg.DeadMaxLen, MaxBody: p.cfg.DeadMaxBodyBytes}
+	if hooks, ok := stage.(DeadLetterHooks); ok {
+		d.Prepare = func(ctx context.Context, dead []streams.Dead, c *streams.Commit) error {
+			return hooks.PrepareDead(ctx, shard, dead, c)
+		}
+		d.Parked = func(ctx context.Context, dead []streams.Dead) { hooks.Parked(ctx, shard, dead) }
+	}
+	return d
 }
 
 // Started is closed once every consumer has been launched.

@@ -139,7 +139,7 @@ func newEnvOnShards(t testing.TB, db *store.DB, rdb redis.UniversalClient, prefi
 func (e *env) start(name string) (stop func()) {
 	m := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, MaxAttempts: e.cfg.Save.MaxAttempts, DeadSenders: e.offenders})
+		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, DeadSenders: e.offenders})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Metrics: m, Log: e.log})
 	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, name, save, deliver, e.log)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -360,7 +360,7 @@ func TestPoisonEntryIsDeadLetteredWithoutBlockingItsShard(t *testing.T) {
 	}
 }
 
-// TestRepeatOffenderIsBlocked (issue 13 #1): a sender whose messages keep
+// TestRepeatOffenderIsBlocked: a sender whose messages keep
 // being dead-lettered (content the database refuses) is blocked after
 // limits.dead_letters.count of them, as every instance sees; the server's
 // own notices and other senders are not counted.
@@ -412,7 +412,7 @@ func TestPipelineStoppedBeforeItStartsIsClean(t *testing.T) {
 	e := newEnv(t, nil)
 	m := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, MaxAttempts: 1})
+		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Metrics: m, Log: e.log})
 	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, "n1", save, deliver, e.log)
 	ctx, cancel := context.WithCancel(context.Background())

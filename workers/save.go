@@ -47,32 +47,29 @@ type AfterSave interface {
 // forwards save-first entries to to_deliver, marks idempotency records
 // saved and acknowledges the batch, and only then pushes ACK(saved).
 type SaveHandler struct {
-	keys        streams.Keys
-	rdb         redis.UniversalClient
-	msgs        MessageSaver
-	seqs        Resequencer
-	alloc       AllocatorRetirer
-	push        Pusher
-	metrics     *Metrics
-	log         *slog.Logger
-	limited     *domain.RateLog // dead-letter and retry lines (newDeadLines)
-	maxAttempts int
-	after       AfterSave
-	deadMaxBody int
-	offenders   DeadSenders
+	keys      streams.Keys
+	rdb       redis.UniversalClient
+	msgs      MessageSaver
+	seqs      Resequencer
+	alloc     AllocatorRetirer
+	push      Pusher
+	metrics   *Metrics
+	log       *slog.Logger
+	limited   *domain.RateLog // dead-letter and retry lines (newDeadLines)
+	after     AfterSave
+	offenders DeadSenders
 }
 
 // SaveDeps are the SaveHandler's collaborators.
 type SaveDeps struct {
-	Keys        streams.Keys
-	Redis       redis.UniversalClient
-	Messages    MessageSaver
-	Seqs        Resequencer
-	Allocator   AllocatorRetirer
-	Pusher      Pusher
-	Metrics     *Metrics
-	Log         *slog.Logger
-	MaxAttempts int // save.max_attempts
+	Keys      streams.Keys
+	Redis     redis.UniversalClient
+	Messages  MessageSaver
+	Seqs      Resequencer
+	Allocator AllocatorRetirer
+	Pusher    Pusher
+	Metrics   *Metrics
+	Log       *slog.Logger
 	// BatchWait and BatchSize (save.batch_wait, save.batch_size): a save
 	// batch that finds no other being saved waits up to BatchWait for the
 	// other shards' batches, unless BatchSize messages are already waiting.
@@ -80,9 +77,6 @@ type SaveDeps struct {
 	BatchSize int
 	// After, when set, hears of saved messages before each commit.
 	After AfterSave
-	// DeadMaxBody caps the body kept in a dead-letter entry
-	// (streams.dead_max_body_bytes); 0 means 1024.
-	DeadMaxBody int
 	// DeadSenders, when set, hears of every user message dead-lettered,
 	// by sender (the repeat-offender limit, store.DeadSenders).
 	DeadSenders DeadSenders
@@ -94,16 +88,19 @@ type DeadSenders interface {
 	DeadLetter(ctx context.Context, sender string) (bool, error)
 }
 
+var _ DeadLetterHooks = (*SaveHandler)(nil)
+
 // NewSaveHandler returns the save stage.
 func NewSaveHandler(d SaveDeps) *SaveHandler {
 	return &SaveHandler{
 		keys: d.Keys, rdb: d.Redis, msgs: newGroupSaver(d.Messages, d.BatchWait, d.BatchSize), seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
-		metrics: d.Metrics, log: d.Log, limited: newDeadLines(d.Log), maxAttempts: max(d.MaxAttempts, 1), after: d.After,
-		deadMaxBody: deadMaxBody(d.DeadMaxBody), offenders: d.DeadSenders,
+		metrics: d.Metrics, log: d.Log, limited: newDeadLines(d.Log), after: d.After, offenders: d.DeadSenders,
 	}
 }
 
-// Handle saves one batch of shard's to_save stream. It returns an error only
+// Handle saves one batch of shard's to_save stream. It returns
+// streams.Failures for entries that failed on their own (malformed, or a
+// row the database refuses), the rest being committed; any other error
 // when the batch must be retried as a whole (the database is unreachable,
 // a deadlock, Redis failed at commit): everything it did is idempotent.
 func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMessage) error {
@@ -111,14 +108,14 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	h.metrics.StageMessages.WithLabelValues(streams.GroupSave).Add(float64(len(batch)))
 	entries := make([]streams.Entry, 0, len(batch))
 	commit := streams.Commit{
-		Input: h.keys.ToSave(shard), Group: h.keys.SaveGroup(), Next: h.keys.ToDeliver(shard), Dead: h.keys.Dead(shard),
+		Input: h.keys.ToSave(shard), Group: h.keys.SaveGroup(), Next: h.keys.ToDeliver(shard),
 	}
+	failures := streams.Failures{}
 	for _, x := range batch {
 		e, err := streams.Decode(x)
 		if err != nil {
 			h.limited.Error(ctx, "save: malformed entry dead-lettered", "entry", x.ID, "err", err)
-			commit.ToDead = append(commit.ToDead, streams.NewDeadEntry(x.Values, commit.Input, err.Error(), h.deadMaxBody))
-			commit.Ack = append(commit.Ack, x.ID)
+			failures[x.ID] = streams.Permanent(err)
 			continue
 		}
 		entries = append(entries, e)
@@ -144,7 +141,6 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	commit.MarkSaved = make([]streams.IdemSaved, 0, len(entries))
 	commit.Settle = make([]streams.Settled, 0, len(entries))
 	commit.Ack = slices.Grow(commit.Ack, len(entries))
-	var deadMsgs []*domain.Message
 	var saved []domain.Message
 	var fresh []bool
 	now := time.Now().UnixMilli()
@@ -154,17 +150,12 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		// happens to this entry (resequence moves e.Msg.Seq).
 		settle := streams.Settled{Key: h.keys.InFlight(shard, e.Msg.ConversationID), Seq: e.Msg.Seq}
 		if ferr, bad := failed[i]; bad {
-			// A data error: leave the entry pending so the reclaim loop
-			// retries it after claim_min_idle, until its delivery count
-			// reaches save.max_attempts. The rest of the shard flows on.
-			if !h.giveUp(ctx, shard, e.ID) {
-				h.limited.Warn(ctx, "save failed, will retry", "server_msg_id", e.Msg.ServerMsgID,
-					"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", ferr)
-				continue
-			}
-			deadMsgs = append(deadMsgs, &e.Msg)
-			h.deadLetter(ctx, &commit, e, batch, ferr)
-			commit.Settle = append(commit.Settle, settle)
+			// A data error: the entry stays pending; the consumer retries
+			// it per save.max_attempts, then dead-letters it (PrepareDead).
+			// The rest of the shard flows on.
+			h.limited.Warn(ctx, "save failed", "server_msg_id", e.Msg.ServerMsgID,
+				"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", ferr)
+			failures[e.ID] = ferr
 			continue
 		}
 		r := results[i]
@@ -213,10 +204,7 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	for i := range acks {
 		h.push.PushAck(ctx, acks[i].UserID, acks[i])
 	}
-	for _, m := range deadMsgs {
-		h.push.PushSaveFailed(ctx, m)
-	}
-	return nil
+	return failures.Err()
 }
 
 // saveAll saves entries, bisecting a batch that fails with a data error so
@@ -275,26 +263,40 @@ func (h *SaveHandler) resequence(ctx context.Context, e *streams.Entry) (store.S
 	return res, nil
 }
 
-// deadLetter parks an entry that failed save.max_attempts times: a failed
-// placeholder row keeps its seq readable as unavailable, the entry goes to
-// the dead-letter stream with the error.
-func (h *SaveHandler) deadLetter(ctx context.Context, c *streams.Commit, e *streams.Entry, batch []redis.XMessage, cause error) {
-	h.limited.Error(ctx, "save failed permanently: dead-lettered", "server_msg_id", e.Msg.ServerMsgID,
-		"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", cause)
-	if err := h.msgs.SaveFailed(ctx, e.Msg); err != nil {
-		h.limited.Error(ctx, "save: failed placeholder not written", "server_msg_id", e.Msg.ServerMsgID,
-			"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", err)
-	}
-	var fields map[string]any
-	for _, x := range batch {
-		if x.ID == e.ID {
-			fields = x.Values
+// PrepareDead is the save stage's part in dead-lettering entries out of
+// attempts (streams.DeadLetters.Prepare): a failed placeholder row keeps
+// each message's seq readable as unavailable, and c settles the seq's
+// in-flight mark with the entry's dead letter.
+func (h *SaveHandler) PrepareDead(ctx context.Context, shard int, dead []streams.Dead, c *streams.Commit) error {
+	for _, d := range dead {
+		e, err := streams.Decode(d.Entry)
+		if err != nil {
+			continue // malformed: no message to keep a place for
 		}
+		h.limited.Error(ctx, "save failed permanently: dead-lettered", "server_msg_id", e.Msg.ServerMsgID,
+			"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "attempts", d.Attempts, "err", d.Err)
+		if err := h.msgs.SaveFailed(ctx, e.Msg); err != nil {
+			h.limited.Error(ctx, "save: failed placeholder not written", "server_msg_id", e.Msg.ServerMsgID,
+				"conversation_id", e.Msg.ConversationID, "seq", e.Msg.Seq, "err", err)
+		}
+		c.Settle = append(c.Settle, streams.Settled{Key: h.keys.InFlight(shard, e.Msg.ConversationID), Seq: e.Msg.Seq})
 	}
-	c.ToDead = append(c.ToDead, streams.NewDeadEntry(fields, c.Input, cause.Error(), h.deadMaxBody))
-	c.Ack = append(c.Ack, e.ID)
-	h.metrics.DeadLetters.Inc()
-	h.countOffender(ctx, &e.Msg)
+	return nil
+}
+
+// Parked hears of entries dead-lettered (streams.DeadLetters.Parked): each
+// is counted, its sender told (3001 save_failed) and counted against the
+// repeat-offender limit.
+func (h *SaveHandler) Parked(ctx context.Context, _ int, dead []streams.Dead) {
+	for _, d := range dead {
+		h.metrics.DeadLetters.Inc()
+		e, err := streams.Decode(d.Entry)
+		if err != nil {
+			continue
+		}
+		h.countOffender(ctx, &e.Msg)
+		h.push.PushSaveFailed(ctx, &e.Msg)
+	}
 }
 
 // countOffender tells DeadSenders of a user's dead-lettered message (the
@@ -311,25 +313,6 @@ func (h *SaveHandler) countOffender(ctx context.Context, m *domain.Message) {
 	case blocked:
 		h.limited.Warn(ctx, "sender blocked: repeated dead letters", "user_id", m.SenderID)
 	}
-}
-
-// giveUp reports whether an entry has been delivered save.max_attempts
-// times (the group's delivery count survives restarts and reclaims).
-func (h *SaveHandler) giveUp(ctx context.Context, shard int, id string) bool {
-	p, err := h.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: h.keys.ToSave(shard), Group: h.keys.SaveGroup(), Start: id, End: id, Count: 1,
-	}).Result()
-	if err != nil || len(p) == 0 {
-		return false
-	}
-	return p[0].RetryCount >= int64(h.maxAttempts)
-}
-
-func deadMaxBody(n int) int {
-	if n <= 0 {
-		return 1024
-	}
-	return n
 }
 
 // newDeadLines is the rate-limited log of the stages' dead-letter and

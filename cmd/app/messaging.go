@@ -83,9 +83,8 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	}
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, MaxAttempts: a.cfg.Save.MaxAttempts, After: hooks.workerAfter(),
-		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize,
-		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes, DeadSenders: deadSenders,
+		Metrics: m, Log: a.log, After: hooks.workerAfter(),
+		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
 	})
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
@@ -95,8 +94,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	// recv_msg_opt 1 of single chats, read by the deliver stage and the
 	// synchronous path's pushes without a query per message.
 	noPush := sync.NewNoPushCache(convRepo, a.cfg.Sync.RecvOptCacheTTL, a.log)
-	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit,
-		DeadMaxBody: a.cfg.Streams.DeadMaxBodyBytes})
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
 	if !a.embedded { // the embedded Redis starts empty every time
 		if err := streams.CheckNames(ctx, a.rdb, keys); err != nil {

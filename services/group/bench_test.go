@@ -220,7 +220,7 @@ func BenchmarkGroupSendToLastMember500(b *testing.B) {
 		Users: e.users, Groups: members, Fanout: chat.NewAsyncFanout(16, 1, pusher, fanout, nil, nil, quiet), Log: quiet})
 	m := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: keys, Redis: e.rdb, Messages: msgs, Seqs: seqs, Allocator: acc,
-		Pusher: pusher, Metrics: m, Log: quiet, MaxAttempts: 3, BatchWait: cfg.Save.BatchWait, BatchSize: cfg.Save.BatchSize})
+		Pusher: pusher, Metrics: m, Log: quiet, BatchWait: cfg.Save.BatchWait, BatchSize: cfg.Save.BatchSize})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: e.rdb, Pusher: pusher, Groups: fanout, Metrics: m, Log: quiet})
 	p := workers.NewPipeline(e.rdb, keys, cfg.Streams, cfg.Save, "bench", save, deliver, quiet)
 	ctx, cancel := context.WithCancel(context.Background())

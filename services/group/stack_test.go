@@ -47,7 +47,7 @@ func newStack(t *testing.T, mode configs.TwoPhase) *stack {
 		Users: e.users, Groups: e.members, Fanout: async, Log: quiet})
 	metrics := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: keys, Redis: e.rdb, Messages: msgs, Seqs: seqs, Allocator: acc,
-		Pusher: pusher, Metrics: metrics, Log: quiet, MaxAttempts: 3, BatchWait: e.cfg.Save.BatchWait, BatchSize: e.cfg.Save.BatchSize})
+		Pusher: pusher, Metrics: metrics, Log: quiet, BatchWait: e.cfg.Save.BatchWait, BatchSize: e.cfg.Save.BatchSize})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: e.rdb, Pusher: pusher, Groups: e.fanout,
 		Metrics: metrics, Log: quiet})
 	p := workers.NewPipeline(e.rdb, keys, e.cfg.Streams, e.cfg.Save, "n1", save, deliver, quiet)

@@ -229,7 +229,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 
 	metrics := workers.NewMetrics(nil)
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.skeys, Redis: rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.accepter, Pusher: pusher, Metrics: metrics, Log: quiet, MaxAttempts: 3,
+		Allocator: e.accepter, Pusher: pusher, Metrics: metrics, Log: quiet,
 		BatchWait: cfg.Save.BatchWait, BatchSize: cfg.Save.BatchSize})
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.skeys, Redis: rdb, Pusher: pusher, Groups: fanout,
 		Filter: e.noPush, Metrics: metrics, Log: quiet})

@@ -40,7 +40,7 @@ func (e *env) saveOnly(conv string, seqs ...int64) {
 		e.t.Fatal(err)
 	}
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.skeys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.accepter, Pusher: chat.NewPusher(ws.NewPushes(e.reg, quiet)), Metrics: workers.NewMetrics(nil), Log: quiet, MaxAttempts: 3})
+		Allocator: e.accepter, Pusher: chat.NewPusher(ws.NewPushes(e.reg, quiet)), Metrics: workers.NewMetrics(nil), Log: quiet})
 	if err := save.Handle(bg, shard, batch); err != nil {
 		e.t.Fatal(err)
 	}

@@ -2,8 +2,6 @@ package webhook
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -14,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // Group is the consumer group of the event stream; every instance joins it
@@ -23,22 +22,27 @@ const Group = "webhooks"
 // readCount is the most events one read takes.
 const readCount = configs.MaxWebhookBatch
 
-// Deliverer sends the event stream's entries to their URLs, at least once:
-// an entry is acknowledged (and deleted) only after a 2xx answer. A failed
-// entry stays pending and is retried after webhooks.retry_backoff, doubling
-// per attempt up to retry_backoff_max; after webhooks.max_attempts it is
-// moved to the dead-letter stream. Pending entries survive a restart (and
+// bodyField is the entry field holding an event's JSON body.
+const bodyField = "body"
+
+// Deliverer sends the event stream's entries to their URLs, at least once,
+// on a streams.Consumer: an entry is acknowledged (and deleted) only after
+// a 2xx answer. A failed entry stays pending and is retried after
+// webhooks.retry_backoff, doubling per attempt up to retry_backoff_max;
+// after webhooks.max_attempts it is moved to the dead-letter stream
+// (streams.DeadLetters: at most webhooks.dead_max_len entries, bodies cut
+// to webhooks.dead_max_body_bytes). Pending entries survive a restart (and
 // another instance takes over those of a consumer that is gone), so an
 // event is delivered even across a crash — possibly twice: receivers
 // deduplicate on the event id.
 type Deliverer struct {
 	rdb      redis.UniversalClient
 	keys     Keys
-	consumer string
 	cfg      configs.Webhooks
 	client   *Client
 	log      *slog.Logger
 	m        *deliverMetrics
+	consumer *streams.Consumer
 }
 
 type deliverMetrics struct {
@@ -61,80 +65,84 @@ func NewDeliverer(rdb redis.UniversalClient, keys Keys, consumer string, cfg con
 	if reg != nil {
 		reg.MustRegister(m.delivered, m.failed, m.dead, m.lag)
 	}
-	return &Deliverer{rdb: rdb, keys: keys, consumer: consumer, cfg: cfg, client: client, log: log, m: m}
+	d := &Deliverer{rdb: rdb, keys: keys, cfg: cfg, client: client, log: log, m: m}
+	d.consumer = streams.NewConsumer(rdb, streams.ConsumerConfig{
+		Stream: keys.Events, Group: Group, Consumer: consumer, Count: readCount, Block: time.Second,
+		// An entry idle retry_backoff is in no one's hands (the consumer
+		// keeps the entries it is posting fresh): failed, or left by an
+		// instance that is gone.
+		ClaimMinIdle: cfg.RetryBackoff, ClaimEvery: min(cfg.RetryBackoff/2, time.Second),
+		// Delivered entries are deleted at once; trimming only catches
+		// what a failed delete left.
+		TrimInterval: time.Minute,
+		Retry:        streams.RetryPolicy{MaxAttempts: cfg.MaxAttempts, Backoff: cfg.RetryBackoff, BackoffMax: cfg.RetryBackoffMax},
+		DeadLetter: &streams.DeadLetters{Redis: rdb, Input: keys.Events, Group: Group, Stream: keys.Dead,
+			MaxLen: cfg.DeadMaxLen, BodyField: bodyField, MaxBody: cfg.DeadMaxBodyBytes, DeleteInput: true, Parked: d.parked},
+	}, log.With("component", "webhook deliverer"))
+	return d
 }
 
 // EnsureGroup creates the consumer group (and the stream) if missing,
 // reading from the stream's start so nothing appended before is skipped.
 func (d *Deliverer) EnsureGroup(ctx context.Context) error {
-	err := d.rdb.XGroupCreateMkStream(ctx, d.keys.Events, Group, "0").Err()
-	if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") {
-		return fmt.Errorf("create webhook consumer group: %w", err)
-	}
-	return nil
+	return streams.EnsureGroup(ctx, d.rdb, d.keys.Events, Group)
 }
 
 // Run delivers until ctx is done; deliveries in flight finish (bounded by
 // webhooks.timeout) before it returns.
 func (d *Deliverer) Run(ctx context.Context) error {
-	if err := d.EnsureGroup(ctx); err != nil {
-		return err
+	return d.consumer.Run(ctx, d.handle)
+}
+
+// handle delivers one read of entries, acknowledges and deletes the
+// delivered ones in one round trip, and returns the failed ones to the
+// consumer (retried, then dead-lettered).
+func (d *Deliverer) handle(ctx context.Context, entries []redis.XMessage) error {
+	done, failures := d.deliverAll(ctx, entries)
+	if err := streams.AckDelete(ctx, d.rdb, d.keys.Events, Group, done); err != nil {
+		// Not acknowledged: they will be delivered again (at least once).
+		d.log.Warn("webhook ack failed", "entries", len(done), "err", err)
 	}
-	retryEvery := min(d.cfg.RetryBackoff/2, time.Second)
-	nextRetry := time.Now()
-	for ctx.Err() == nil {
-		if time.Now().After(nextRetry) {
-			d.retryPending(ctx)
-			nextRetry = time.Now().Add(retryEvery)
-		}
-		res, err := d.rdb.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: Group, Consumer: d.consumer, Streams: []string{d.keys.Events, ">"}, Count: readCount, Block: retryEvery,
-		}).Result()
-		if errors.Is(err, redis.Nil) || ctx.Err() != nil {
-			continue
-		}
-		if err != nil {
-			if strings.Contains(err.Error(), "NOGROUP") {
-				_ = d.EnsureGroup(ctx)
-			}
-			d.log.Warn("webhook read failed", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(retryEvery):
-			}
-			continue
-		}
-		for _, s := range res {
-			d.deliverAll(context.WithoutCancel(ctx), s.Messages)
-		}
+	return failures.Err()
+}
+
+// parked hears of events dead-lettered.
+func (d *Deliverer) parked(_ context.Context, dead []streams.Dead) {
+	for _, x := range dead {
+		event, _ := x.Entry.Values["event"].(string)
+		d.m.dead.WithLabelValues(event).Inc()
+		d.log.Warn("webhook event dead-lettered", "event", event, "entry", x.Entry.ID, "attempts", x.Attempts, "err", x.Err)
 	}
-	return nil
 }
 
 // deliverAll posts entries concurrently (webhooks.workers at once), each
-// request carrying up to webhooks.batch_size of them, and acknowledges the
-// delivered ones in one round trip.
-func (d *Deliverer) deliverAll(ctx context.Context, entries []redis.XMessage) {
-	sem := make(chan struct{}, d.cfg.Workers)
+// request carrying up to webhooks.batch_size of them, and returns the IDs
+// delivered and the entries of the requests that failed.
+func (d *Deliverer) deliverAll(ctx context.Context, entries []redis.XMessage) ([]string, streams.Failures) {
+	sem := make(chan struct{}, max(d.cfg.Workers, 1))
 	var mu sync.Mutex
 	var done []string
+	failures := streams.Failures{}
 	var wg sync.WaitGroup
 	for _, b := range d.batches(entries) {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			if d.deliver(ctx, b) {
-				mu.Lock()
-				for _, x := range b.entries {
+			err := d.deliver(ctx, b)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, x := range b.entries {
+				if err != nil {
+					failures[x.ID] = err
+				} else {
 					done = append(done, x.ID)
 				}
-				mu.Unlock()
 			}
 		}()
 	}
 	wg.Wait()
-	d.ack(ctx, done)
+	return done, failures
 }
 
 // batch is one request: entries going to url, in stream order.
@@ -164,13 +172,13 @@ func (d *Deliverer) batches(entries []redis.XMessage) []batch {
 	return out
 }
 
-// deliver posts one request and reports whether the receiver took it. A
-// single event is its own body (X-Nexo-Event and X-Nexo-Delivery name it);
-// several are {"events": [...]} with X-Nexo-Event "batch" and a fresh
-// delivery ID, each event keeping its own id for deduplication.
-func (d *Deliverer) deliver(ctx context.Context, b batch) bool {
+// deliver posts one request; nil when the receiver took it. A single event
+// is its own body (X-Nexo-Event and X-Nexo-Delivery name it); several are
+// {"events": [...]} with X-Nexo-Event "batch" and a fresh delivery ID, each
+// event keeping its own id for deduplication.
+func (d *Deliverer) deliver(ctx context.Context, b batch) error {
 	if b.url == "" {
-		return true // the event was disabled since it was appended
+		return nil // the event was disabled since it was appended
 	}
 	event, id, body := d.requestOf(b.entries)
 	cctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
@@ -181,7 +189,7 @@ func (d *Deliverer) deliver(ctx context.Context, b batch) bool {
 			d.m.failed.WithLabelValues(ev).Inc()
 		}
 		d.log.Debug("webhook delivery failed, will retry", "event", event, "id", id, "events", len(b.entries), "err", err)
-		return false
+		return err
 	}
 	for _, x := range b.entries {
 		ev, _ := x.Values["event"].(string)
@@ -190,7 +198,7 @@ func (d *Deliverer) deliver(ctx context.Context, b batch) bool {
 			d.m.lag.Observe(time.Since(time.UnixMilli(ms)).Seconds())
 		}
 	}
-	return true
+	return nil
 }
 
 // requestOf is the X-Nexo-Event, X-Nexo-Delivery and body of a request
@@ -219,94 +227,6 @@ func (d *Deliverer) requestOf(entries []redis.XMessage) (event, id string, body 
 	}
 	body = append(body, "]}"...)
 	return configs.EventBatch, "batch:" + uuid.NewString(), body
-}
-
-// ack acknowledges and deletes delivered entries (the stream keeps only
-// what is pending).
-func (d *Deliverer) ack(ctx context.Context, ids []string) {
-	if len(ids) == 0 {
-		return
-	}
-	_, err := d.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		p.XAck(ctx, d.keys.Events, Group, ids...)
-		p.XDel(ctx, d.keys.Events, ids...)
-		return nil
-	})
-	if err != nil {
-		// Not acknowledged: they will be delivered again (at least once).
-		d.log.Warn("webhook ack failed", "entries", len(ids), "err", err)
-	}
-}
-
-// backoff is the wait before attempt n+1 after n failed attempts.
-func (d *Deliverer) backoff(n int64) time.Duration {
-	b := d.cfg.RetryBackoff
-	for i := int64(1); i < n && b < d.cfg.RetryBackoffMax; i++ {
-		b *= 2
-	}
-	return min(b, d.cfg.RetryBackoffMax)
-}
-
-// retryPending retries pending entries whose backoff has passed (any
-// consumer's: a restarted or vanished instance's entries are taken over)
-// and dead-letters those out of attempts.
-func (d *Deliverer) retryPending(ctx context.Context) {
-	pending, err := d.rdb.XPendingExt(ctx, &redis.XPendingExtArgs{
-		Stream: d.keys.Events, Group: Group, Start: "-", End: "+", Count: 256, Idle: d.cfg.RetryBackoff,
-	}).Result()
-	if err != nil {
-		if !errors.Is(err, redis.Nil) && ctx.Err() == nil {
-			d.log.Warn("webhook pending scan failed", "err", err)
-		}
-		return
-	}
-	var retry []string
-	for _, p := range pending {
-		switch {
-		case p.RetryCount >= int64(d.cfg.MaxAttempts):
-			d.deadLetter(ctx, p.ID, p.RetryCount)
-		case p.Idle >= d.backoff(p.RetryCount):
-			retry = append(retry, p.ID)
-		}
-	}
-	if len(retry) == 0 {
-		return
-	}
-	claimed, err := d.rdb.XClaim(ctx, &redis.XClaimArgs{
-		Stream: d.keys.Events, Group: Group, Consumer: d.consumer, MinIdle: d.cfg.RetryBackoff, Messages: retry,
-	}).Result()
-	if err != nil {
-		d.log.Warn("webhook claim failed", "err", err)
-		return
-	}
-	d.deliverAll(context.WithoutCancel(ctx), claimed)
-}
-
-// deadLetter moves an entry out of attempts to the dead-letter stream.
-func (d *Deliverer) deadLetter(ctx context.Context, id string, attempts int64) {
-	entries, err := d.rdb.XRangeN(ctx, d.keys.Events, id, id, 1).Result()
-	if err != nil {
-		d.log.Warn("webhook dead-letter read failed", "entry", id, "err", err)
-		return
-	}
-	event := ""
-	_, err = d.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		if len(entries) == 1 {
-			x := entries[0]
-			event, _ = x.Values["event"].(string)
-			p.XAdd(ctx, &redis.XAddArgs{Stream: d.keys.Dead, MaxLen: 100000, Approx: true, Values: []any{
-				"event", x.Values["event"], "id", x.Values["id"], "body", x.Values["body"], "attempts", attempts, "source_entry", id}})
-		}
-		p.XAck(ctx, d.keys.Events, Group, id)
-		p.XDel(ctx, d.keys.Events, id)
-		return nil
-	})
-	if err != nil {
-		d.log.Warn("webhook dead-letter failed", "entry", id, "err", err)
-		return
-	}
-	d.m.dead.WithLabelValues(event).Inc()
-	d.log.Warn("webhook event dead-lettered", "event", event, "entry", id, "attempts", attempts)
 }
 
 // entryMillis reads the append time from a stream entry ID.

@@ -7,8 +7,15 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
@@ -29,14 +36,59 @@ func TestSignIsTheDocumentedHMAC(t *testing.T) {
 	}
 }
 
-// TestBackoffDoublesUpToTheMax: retry_backoff doubles per failed attempt
-// and stops at retry_backoff_max.
-func TestBackoffDoublesUpToTheMax(t *testing.T) {
-	d := &Deliverer{cfg: configs.Webhooks{RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Second}}
-	for n, want := range map[int64]time.Duration{0: time.Second, 1: time.Second, 2: 2 * time.Second, 3: 4 * time.Second, 4: 5 * time.Second, 30: 5 * time.Second} {
-		if got := d.backoff(n); got != want {
-			t.Errorf("backoff(%d) = %v, want %v", n, got, want)
+// TestRefusedEventIsDeadLettered: an event the receiver keeps refusing is
+// tried webhooks.max_attempts times, then moved to the dead-letter stream
+// with its event, id, body (cut to dead_max_body_bytes), attempts and the
+// receiver's error, deleted from the event stream and counted.
+func TestRefusedEventIsDeadLettered(t *testing.T) {
+	rdb, prefix := storetest.Redis(t)
+	var mu sync.Mutex
+	tries := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		tries++
+		mu.Unlock()
+		w.WriteHeader(http.StatusBadGateway)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := configs.Webhooks{URL: srv.URL, Secret: "dead-secret-0123456789", Events: []string{configs.EventUserOnline}, Timeout: time.Second,
+		MaxAttempts: 2, RetryBackoff: 20 * time.Millisecond, RetryBackoffMax: 40 * time.Millisecond, Workers: 1, BatchSize: 1,
+		DeadMaxLen: 10, DeadMaxBodyBytes: 64}
+	keys := NewKeys(prefix)
+	log := slog.New(slog.DiscardHandler)
+	reg := prometheus.NewRegistry()
+	d := NewDeliverer(rdb, keys, "c1", cfg, NewClient(cfg.Secret, nil), reg, log)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { _ = d.Run(ctx); close(stopped) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	if err := NewEmitter(rdb, keys, cfg, nil, log).Emit(ctx, configs.EventUserOnline, UserEventJSON{UserID: strings.Repeat("u", 100), PlatformID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for rdb.XLen(ctx, keys.Dead).Val() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the refused event was not dead-lettered")
 		}
+		time.Sleep(10 * time.Millisecond) // polling Redis with a deadline, not synchronising
+	}
+	dead := rdb.XRange(ctx, keys.Dead, "-", "+").Val()[0].Values
+	body, _ := dead["body"].(string)
+	if dead["event"] != configs.EventUserOnline || dead["id"] == "" || len(body) != 64 || dead["body_bytes"] == nil ||
+		dead["attempts"] != "2" || !strings.Contains(fmt.Sprint(dead["err"]), "502") {
+		t.Fatalf("dead letter %v", dead)
+	}
+	mu.Lock()
+	n := tries
+	mu.Unlock()
+	if n != 2 {
+		t.Errorf("%d attempts, want max_attempts 2", n)
+	}
+	if l := rdb.XLen(ctx, keys.Events).Val(); l != 0 {
+		t.Errorf("the event stream still holds %d entries", l)
+	}
+	if got := testutil.ToFloat64(d.m.dead.WithLabelValues(configs.EventUserOnline)); got != 1 {
+		t.Errorf("nexo_webhook_dead_lettered_total = %v, want 1", got)
 	}
 }
 

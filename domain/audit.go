@@ -5,8 +5,8 @@ import (
 	"log/slog"
 )
 
-// Audit writes the structured audit lines of the message path (issue 15
-// item 3; the seed's "audit points"), each a line with message "audit",
+// Audit writes the structured audit lines of the message path
+// (docs/operations.md), each a line with message "audit",
 // point, result ("ok" or "failed") and instance_id, plus what the point
 // knows of:
 //

@@ -10,7 +10,7 @@ const (
 	RoleMember RoleLevel = 20
 )
 
-// MemberStatus is whether a member is in the group (seed design §3.3.3).
+// MemberStatus is whether a member is in the group (docs/groups.md).
 type MemberStatus int
 
 // Member statuses.

@@ -43,12 +43,12 @@ func ValidID(id string) bool {
 }
 
 // SingleConversationID returns "si_{min(a,b)}_{max(a,b)}", the same for both
-// parties (seed design §3.4.4). A note to self is "si_{a}_{a}".
+// parties (docs/conversations.md). A note to self is "si_{a}_{a}".
 //
 // User IDs may contain '_', which would make "si_a_b_c" ambiguous ("a" with
 // "b_c", or "a_b" with "c"), so inside each half '_' is written as '.', a
 // character no ID may hold: "a" with "b_c" is "si_a_b.c". IDs without '_'
-// get exactly the seed's form. See docs/conversations.md.
+// get exactly the plain form "si_a_b". See docs/conversations.md.
 func SingleConversationID(a, b string) string {
 	if b < a {
 		a, b = b, a

@@ -9,7 +9,7 @@ import (
 )
 
 // capListener is the slowloris and connection-flood guard in front of
-// Hertz (issue 13 #5). On accept it
+// Hertz (docs/security.md). On accept it
 //   - refuses (closes at once) a connection over http.max_conns in total or
 //     over http.max_conns_per_ip from one peer address (peers in
 //     http.trusted_proxies are exempt from the per-IP cap: every client

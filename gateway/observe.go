@@ -13,7 +13,7 @@ import (
 )
 
 // requestIDHeader is where the request id lives for the whole request: the
-// request-id middleware (hardA, issue 13 item 7) sets it on the response
+// request-id middleware (Server.requestID) sets it on the response
 // before any handler runs, so the access log reads it after c.Next.
 const requestIDHeader = "X-Request-Id"
 

@@ -11,8 +11,8 @@ import (
 )
 
 // CursorRepo owns seq_users: each member's visibility bounds and its
-// delivered/read cursors, the single source of truth for receipts (seed
-// design 001 §2).
+// delivered/read cursors, the single source of truth for receipts
+// (docs/sync.md, "Cursors are the source of truth").
 type CursorRepo struct{ db *DB }
 
 // NewCursorRepo returns a CursorRepo over db.

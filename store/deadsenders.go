@@ -17,7 +17,7 @@ import (
 )
 
 // DeadSenders refuses, for a while, the sends of a user whose messages keep
-// ending in the dead-letter stream (issue 13 #1): content that passed the
+// ending in the dead-letter stream (docs/pipeline.md): content that passed the
 // accept checks but that the database refuses every time. The save stage
 // reports each dead letter (DeadLetter); limits.dead_letters.count of them
 // within about limits.dead_letters.window block the sender for

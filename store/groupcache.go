@@ -18,7 +18,7 @@ import (
 )
 
 // GroupCache is the Redis side of the group member cache and the per-group
-// management lock (seed design §3.8).
+// management lock (docs/groups.md).
 //
 // The cache of a group is one hash, Keys.GroupMembers(group_id)
 // ("{prefix}:group:members:{group_id}"), with two fields: v, a version token,
@@ -159,7 +159,7 @@ return ARGV[3]
 `)
 
 // SetRecvMsgOpt changes one member's recv_msg_opt in the cached state in
-// place (issue 13 item 10): the group's member list is not dropped, so no
+// place: the group's member list is not dropped, so no
 // process reloads it from the database; each sees the new version and
 // re-reads the patched copy from Redis, and a fill racing the change is
 // refused as with Invalidate (the version changed). It returns the new

@@ -29,7 +29,7 @@ var migrations = []migration{
 	{6, "groups: invite_permission, group_requests (join applications)", migrateGroupRequests},
 }
 
-// migrateGroupRequests is migration 6 (issue 13 items 6 and 9, docs/groups.md):
+// migrateGroupRequests is migration 6 (docs/groups.md):
 // the per-group invite permission and the join applications of approval
 // groups, each added only when missing.
 func migrateGroupRequests(tx *gorm.DB, _ Dialect) error {
@@ -85,7 +85,7 @@ func migrateSync(tx *gorm.DB, _ Dialect) error {
 	return nil
 }
 
-// migrateUserIDNorm is migration 5 (issue 13 item 15): users.id_norm,
+// migrateUserIDNorm is migration 5 (docs/schema.md): users.id_norm,
 // filled with the lower-case ID, then a unique index on it. Accounts that
 // already clash without letter case (possible on SQLite, whose id compares
 // case-sensitively; MySQL's collation already refused them) all keep

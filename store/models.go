@@ -1,8 +1,7 @@
 package store
 
-// GORM rows. They mirror the seed design's tables (§3.3) plus what a real
-// server needs; docs/schema.md describes every column. Column sizes are part
-// of the schema: VARCHAR(64) IDs, VARCHAR(256) conversation IDs, utf8mb4.
+// GORM rows: the tables of docs/schema.md, which describes every column.
+// Column sizes are part of the schema: VARCHAR(64) IDs, VARCHAR(256) conversation IDs, utf8mb4.
 
 type userRow struct {
 	ID string `gorm:"column:id;type:varchar(64);primaryKey"`

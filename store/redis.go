@@ -245,7 +245,7 @@ func (k Keys) User(userID string) string { return k.Key("user", userID) }
 // deleted on every membership change.
 func (k Keys) GroupMembers(groupID string) string { return k.Key("group", "members", groupID) }
 
-// SeqConv is "{prefix}:seq:conv:{conversation_id}", the seed design's seq
-// counter name. Keys that one Lua script touches together must share a hash
+// SeqConv is "{prefix}:seq:conv:{conversation_id}", a conversation's seq
+// counter outside the pipeline's shards. Keys that one Lua script touches together must share a hash
 // tag on Redis Cluster, so the pipeline may name its counters differently.
 func (k Keys) SeqConv(conversationID string) string { return k.Key("seq", "conv", conversationID) }

@@ -74,7 +74,7 @@ func (r *RevokeRepo) Message(ctx context.Context, conversationID string, seq int
 
 // Revoke marks the stored message at (conversationID, seq) revoked if it is
 // normal, and reports whether this call changed it. The content stays in
-// the row (seed design 003 §5.1) but is never served again.
+// the row (docs/sync.md, "Recall") but is never served again.
 func (r *RevokeRepo) Revoke(ctx context.Context, conversationID string, seq int64) (bool, error) {
 	res := r.db.Gorm.WithContext(ctx).Model(&messageRow{}).
 		Where("conversation_id = ? AND seq = ? AND status = ?", conversationID, seq, msgStatusNormal).

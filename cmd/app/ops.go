@@ -18,7 +18,7 @@ import (
 // mounted with mountOps (thru's /debug/pprof) — on their own listener when
 // metrics.addr is set (e.g. 127.0.0.1:9090, never exposed publicly), else
 // on the main listener. metrics.token, when set, is required on either as
-// "Authorization: Bearer <token>" (issue 13 #12, docs/security.md).
+// "Authorization: Bearer <token>" (docs/security.md).
 func (a *App) buildOps(context.Context) error {
 	if a.cfg.Metrics.Addr != "" {
 		ln, err := net.Listen("tcp", a.cfg.Metrics.Addr)

@@ -12,7 +12,7 @@ import (
 )
 
 // redisMemoryCollector exports every Redis master's used_memory and
-// maxmemory at scrape time (issue 13 #1: with maxmemory + noeviction a full
+// maxmemory at scrape time (with maxmemory + noeviction a full
 // Redis refuses writes; operators alert on the ratio).
 type redisMemoryCollector struct {
 	rdb        redis.UniversalClient

@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// The cluster step (issue 11's targets): in-process Nexo instances on the
+// The cluster step (the targets of docs/cluster.md): in-process Nexo instances on the
 // suite's database and Redis, sharing one key prefix (so one cluster: one
 // membership, one set of shard leases, one presence set) and each with its
 // own cluster.instance_id. It measures, in this order:

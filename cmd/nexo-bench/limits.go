@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// The limits-5k step (issue 13's budget: hardening may cost the hot path at
+// The limits-5k step (the hardening budget: hardening may cost the hot path at
 // most 3 % of throughput at 5,000 msg/s): the suite's server, whose bench
 // settings turn the per-user send limit off (NEXO_WS_RATE_LIMIT=0), vs a
 // second server with the shipped default (ws.rate_limit 100/s, burst 200:

@@ -212,7 +212,7 @@ func (l *loaded) resultsMarkdown() string {
 	}
 	if t := l.runsTable("closed-50", "closed-50-saved", "open-50x10"); t != "" {
 		b.WriteString("## The peers' scenarios\n\n" + t + "\n")
-		b.WriteString("For scale (quoted from issue 7, measured on this kind of machine by the same method): Tinode with MariaDB, whose ack follows the MySQL commit like ACK(saved), 1,500–2,100 msg/s at 50 pairs closed loop with ack p99 47–104 ms, and p99 5.8–6.7 ms at 50 × 10 msg/s; Centrifugo with its Redis engine (no database) 15–24k msg/s closed loop with p99 6–9 ms, and p99 1.1–1.4 ms at 50 × 10 msg/s.\n\n")
+		b.WriteString("For scale (peers measured on this kind of machine by the same method): Tinode with MariaDB, whose ack follows the MySQL commit like ACK(saved), 1,500–2,100 msg/s at 50 pairs closed loop with ack p99 47–104 ms, and p99 5.8–6.7 ms at 50 × 10 msg/s; Centrifugo with its Redis engine (no database) 15–24k msg/s closed loop with p99 6–9 ms, and p99 1.1–1.4 ms at 50 × 10 msg/s.\n\n")
 	}
 	if t := l.runsTable("group-10x10", "group-500"); t != "" {
 		b.WriteString("## Group fan-out\n\nDelivery latency is to every online member; `delivered` counts member deliveries.\n\n" + t + "\n")
@@ -317,10 +317,10 @@ func atLeast(v, bound float64) string {
 	return "✗"
 }
 
-// targetsTable sets the measured figures beside issue 7's targets.
+// targetsTable sets the measured figures beside the throughput targets.
 func (l *loaded) targetsTable() string {
 	var b strings.Builder
-	b.WriteString("| target (issue 7) | measured | |\n|---|---|---|\n")
+	b.WriteString("| target | measured | |\n|---|---|---|\n")
 	if c := l.compares["single-5k"]; c != nil {
 		m := c.A.Median
 		fmt.Fprintf(&b, "| single chat, two-phase on, 5,000 msg/s: accepted p99 < 5 ms | %s ms | %s |\n", ms(m["accepted_p99_ms"]), check(m["accepted_p99_ms"], 5))

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Session events across instances (issue 11: within 1 s). Each sample is
+// Session events across instances (the target: within 1 s). Each sample is
 // one fresh user, three instances apart:
 //
 //   - kick: a session on instance B, then a second session with the same

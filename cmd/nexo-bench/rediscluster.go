@@ -11,7 +11,7 @@ import (
 	"github.com/nexo-im/nexo/store/redistest"
 )
 
-// The redis-cluster-5k step (issue 12's target): single chat at 5,000
+// The redis-cluster-5k step (the Redis Cluster target): single chat at 5,000
 // msg/s with Redis standalone (the suite's server, A) vs a 3-master Redis
 // Cluster with one replica each (B), started for the step with the tests'
 // store/redistest on free ports of this machine. Both servers share the

@@ -16,7 +16,7 @@ import (
 	"time"
 )
 
-// The webhooks step (issue 14's target): the pipeline at 5,000 msg/s with
+// The webhooks step (the webhooks target): the pipeline at 5,000 msg/s with
 // after_send and offline_push enabled and a receiver on localhost, side by
 // side with webhooks off. Two in-process servers share the database and
 // Redis (their own key prefixes); runs alternate A, B, A, B, A, B.

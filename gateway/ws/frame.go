@@ -142,7 +142,7 @@ func mustEncode(r wire.Response) Frame {
 
 // gateReasons close the connection after their 3001 (or 2002) frame; every
 // other reason answers one request and keeps the connection open. The list
-// is public API (docs/protocol.md, seed 001 §5.4).
+// is public API (docs/protocol.md, "Errors and disconnects").
 var gateReasons = map[wire.Reason]bool{
 	wire.ReasonUnauthorized:    true,
 	wire.ReasonTokenExpired:    true,

@@ -211,7 +211,7 @@ func (c *Conn) writeControl(it outbound, deadline time.Time) error {
 
 // checkHighWaterLocked arms a timer when the pending count rises above
 // ws.high_water and disarms it when it falls back; a connection that stays
-// above for ws.close_unwritable_after is closed (seed 001 §5.1).
+// above for ws.close_unwritable_after is closed (a slow consumer, docs/gateway.md).
 func (c *Conn) checkHighWaterLocked() {
 	above := c.pendingLocked() > c.s.cfg.HighWater
 	switch {

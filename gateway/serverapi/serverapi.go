@@ -17,6 +17,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/api"
+	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/services/chat"
@@ -60,14 +61,9 @@ func New(d Deps) *API {
 	return a
 }
 
-// Router is where routes are mounted (gateway.Server).
-type Router interface {
-	Route(method, path string, handler app.HandlerFunc, authenticated bool)
-}
-
 // Register mounts every /api/* route behind the apikey check.
-func (a *API) Register(r Router) {
-	routes := []struct {
+func (a *API) Register(r routes.HTTP) {
+	table := []struct {
 		method, path string
 		h            app.HandlerFunc
 	}{
@@ -84,7 +80,7 @@ func (a *API) Register(r Router) {
 		{"GET", "/api/presence", a.d.Presence},
 	}
 	g := guarded{r: r, a: a}
-	for _, rt := range routes {
+	for _, rt := range table {
 		g.Route(rt.method, rt.path, rt.h, false)
 	}
 	a.registerGroups(g)
@@ -92,7 +88,7 @@ func (a *API) Register(r Router) {
 
 // guarded mounts routes on r behind the apikey check.
 type guarded struct {
-	r Router
+	r routes.HTTP
 	a *API
 }
 

@@ -62,7 +62,13 @@ func TestBusDeliversInPublishOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			const n = 5
+			published := make(chan struct{})
+			// A JetStream publish returns after its ack, which may come after
+			// the subscriber has the message: wait for the publisher before
+			// the test ends and its cleanup closes the connections.
+			defer func() { <-published }()
 			go func() {
+				defer close(published)
 				for i := range n {
 					e := BusEnvelope{Kind: "push", Users: []string{"u1", "u2"}, At: time.Now(), From: "a#1", Payload: fmt.Appendf(nil, "frame %d", i)}
 					if err := a.Publish(ctx, "b", e); err != nil {

@@ -435,6 +435,13 @@ type Streams struct {
 	DeadMaxAge time.Duration `koanf:"dead_max_age"`
 	// DeadMaxBodyBytes caps the message body kept in a dead-letter entry.
 	DeadMaxBodyBytes int `koanf:"dead_max_body_bytes"`
+	// DeliverRetryBackoff is the deliver stage's first retry delay after a
+	// failed push; it doubles up to DeliverRetryBackoffMax. The deliver
+	// stage never dead-letters a push it could not make (a deliver-first
+	// message is not saved yet): it retries until the push goes through.
+	// The save stage's policy is save.max_attempts and save.retry_backoff.
+	DeliverRetryBackoff    time.Duration `koanf:"deliver_retry_backoff"`
+	DeliverRetryBackoffMax time.Duration `koanf:"deliver_retry_backoff_max"`
 	// Names are the pipeline's stream and consumer-group names. A start
 	// that renames them is refused while the old streams hold entries a
 	// stage has not finished (docs/pipeline.md, "Changing streams.names").
@@ -772,6 +779,7 @@ func Default() Config {
 			Shards: 8, ReadCount: 256, Block: 2 * time.Second,
 			ClaimMinIdle: 5 * time.Second, TrimInterval: 5 * time.Second,
 			DeadMaxLen: 10000, DeadMaxAge: 7 * 24 * time.Hour, DeadMaxBodyBytes: 1024,
+			DeliverRetryBackoff: 100 * time.Millisecond, DeliverRetryBackoffMax: 5 * time.Second,
 			Names: DefaultStreamNames(),
 		},
 		Save: Save{

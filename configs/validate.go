@@ -87,6 +87,7 @@ func (c *Config) Validate() error {
 		{c.Streams.ClaimMinIdle >= 100*time.Millisecond && c.Streams.ClaimMinIdle <= 5*time.Minute, "streams.claim_min_idle", "must be 100ms–5m"},
 		{c.Streams.TrimInterval > 0, "streams.trim_interval", "must be > 0"},
 		{c.Streams.DeadMaxLen >= 0, "streams.dead_max_len", "must be >= 0 (0: no cap)"},
+		{c.Streams.DeliverRetryBackoff > 0 && c.Streams.DeliverRetryBackoffMax >= c.Streams.DeliverRetryBackoff, "streams.deliver_retry_backoff", "must be > 0 and <= streams.deliver_retry_backoff_max"},
 		{c.Streams.DeadMaxAge >= 0, "streams.dead_max_age", "must be >= 0 (0: kept)"},
 		{c.Streams.DeadMaxBodyBytes >= 64, "streams.dead_max_body_bytes", "must be >= 64"},
 		{validName(c.Streams.Names.ToSave), "streams.names.to_save", "must be 1–64 characters of A-Z a-z 0-9 . _ -"},

@@ -148,11 +148,12 @@ func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error
 		// is retried save.max_attempts times. The deliver stage fails
 		// only malformed entries on their own (dead-lettered at once): a
 		// failed push retries its batch until it goes through, as a
-		// deliver-first message is not saved yet. Both back off alike.
+		// deliver-first message is not saved yet, backing off by
+		// streams.deliver_retry_backoff.
 		retry := streams.RetryPolicy{MaxAttempts: p.save.MaxAttempts, Backoff: p.save.RetryBackoff, BackoffMax: p.save.RetryBackoffMax}
 		if name == streams.GroupDeliver {
 			stream, group, count = p.keys.ToDeliver(shard), p.keys.DeliverGroup(), p.cfg.ReadCount
-			retry.MaxAttempts = 0
+			retry = streams.RetryPolicy{Backoff: p.cfg.DeliverRetryBackoff, BackoffMax: p.cfg.DeliverRetryBackoffMax}
 		}
 		cfg := streams.ConsumerConfig{
 			Stream: stream, Group: group, Consumer: p.name, Count: count, Block: p.cfg.Block,

@@ -62,7 +62,9 @@ func TestBusDeliversInPublishOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 			const n = 5
+			published := make(chan struct{})
 			go func() {
+				defer close(published)
 				for i := range n {
 					e := BusEnvelope{Kind: "push", Users: []string{"u1", "u2"}, At: time.Now(), From: "a#1", Payload: fmt.Appendf(nil, "frame %d", i)}
 					if err := a.Publish(ctx, "b", e); err != nil {
@@ -88,6 +90,9 @@ func TestBusDeliversInPublishOrder(t *testing.T) {
 			if _, ok := in.Receive(done); ok {
 				t.Fatal("Receive on a cancelled context returned an envelope")
 			}
+			// The last Publish may return after its envelope arrived: wait,
+			// so its error is not reported after the test (a panic).
+			<-published
 		})
 	}
 }

@@ -108,7 +108,7 @@ func TestClusterResultInResults(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"## Cluster (issue 11)",
+		"## Cluster\n\n3 in-process instances",
 		"| push completeness 100 % at 1,000 msg/s over 3 instances | 2001 message push to the receiver 1,000 / 1,000; ACK(saved) to the sender 1,000 / 1,000; 0 correctness failures",
 		"delivery p99 4.60 ms cross vs 4.00 ms local: +0.600 ms (medians of 1 alternating runs) | ✓ |",
 		"kick p99 3.00 ms, logout p99 2.00 ms (100 samples each; 0 not closed within 10 s) | ✓ |",

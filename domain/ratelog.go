@@ -35,14 +35,11 @@ func (l *RateLog) Enabled(ctx context.Context, level slog.Level) bool {
 
 // LogAttrs writes msg with attrs at level unless the bucket is empty.
 func (l *RateLog) LogAttrs(ctx context.Context, level slog.Level, msg string, attrs ...slog.Attr) {
-	if !l.log.Enabled(ctx, level) {
+	n, ok := l.admit(ctx, level)
+	if !ok {
 		return
 	}
-	if !l.lim.Allow() {
-		l.dropped.Add(1)
-		return
-	}
-	if n := l.dropped.Swap(0); n > 0 {
+	if n > 0 {
 		attrs = append(attrs, slog.Int64("suppressed", n))
 	}
 	l.log.LogAttrs(ctx, level, msg, attrs...)
@@ -50,17 +47,28 @@ func (l *RateLog) LogAttrs(ctx context.Context, level slog.Level, msg string, at
 
 // Log is LogAttrs with alternating keys and values, as slog.Logger.Log.
 func (l *RateLog) Log(ctx context.Context, level slog.Level, msg string, args ...any) {
-	if !l.log.Enabled(ctx, level) {
+	n, ok := l.admit(ctx, level)
+	if !ok {
 		return
 	}
-	if !l.lim.Allow() {
-		l.dropped.Add(1)
-		return
-	}
-	if n := l.dropped.Swap(0); n > 0 {
+	if n > 0 {
 		args = append(args, "suppressed", n)
 	}
 	l.log.Log(ctx, level, msg, args...)
+}
+
+// admit reports whether a line at level is written: the handler takes the
+// level and the bucket has a token; a line refused by the bucket is
+// counted. n is the lines dropped since the last one written, now reset.
+func (l *RateLog) admit(ctx context.Context, level slog.Level) (n int64, ok bool) {
+	if !l.log.Enabled(ctx, level) {
+		return 0, false
+	}
+	if !l.lim.Allow() {
+		l.dropped.Add(1)
+		return 0, false
+	}
+	return l.dropped.Swap(0), true
 }
 
 // Error is Log at error level.

@@ -51,14 +51,16 @@ func containsIP(nets []*net.IPNet, ip net.IP) bool {
 }
 
 // peerIP is the TCP peer's address without the port.
-func peerIP(c *app.RequestContext) string {
-	addr := c.RemoteAddr()
-	if addr == nil {
+func peerIP(c *app.RequestContext) string { return peerHost(c.RemoteAddr()) }
+
+// peerHost is a without its port: a as it is when it has none, "" for nil.
+func peerHost(a net.Addr) string {
+	if a == nil {
 		return ""
 	}
-	host, _, err := net.SplitHostPort(addr.String())
+	host, _, err := net.SplitHostPort(a.String())
 	if err != nil {
-		return addr.String()
+		return a.String()
 	}
 	return host
 }

@@ -30,14 +30,9 @@ func (s *Server) readyz(ctx context.Context, c *app.RequestContext) {
 		return
 	}
 	var failed []string
-	for _, rc := range s.deps.Ready {
-		pingCtx, cancel := context.WithTimeout(ctx, readyTimeout)
-		err := rc.Check(pingCtx)
-		cancel()
-		if err != nil {
-			s.log.WarnContext(ctx, "not ready", "dependency", rc.Name, "err", err)
-			failed = append(failed, rc.Name)
-		}
+	for _, f := range failing(ctx, s.deps.Ready) {
+		s.log.WarnContext(ctx, "not ready", "dependency", f.name, "err", f.err)
+		failed = append(failed, f.name)
 	}
 	if len(failed) > 0 {
 		api.WriteError(ctx, c, s.log, wire.NewError(wire.ReasonServerBusy, "unreachable: "+strings.Join(failed, ", ")))
@@ -47,18 +42,34 @@ func (s *Server) readyz(ctx context.Context, c *app.RequestContext) {
 	// maxmemory). Still 200: every instance shares the dependency, so taking
 	// this one out of a load balancer would help nothing.
 	var degraded []string
-	for _, dc := range s.deps.Degraded {
-		pingCtx, cancel := context.WithTimeout(ctx, readyTimeout)
-		err := dc.Check(pingCtx)
-		cancel()
-		if err != nil {
-			s.log.WarnContext(ctx, "degraded", "check", dc.Name, "err", err)
-			degraded = append(degraded, dc.Name+": "+err.Error())
-		}
+	for _, f := range failing(ctx, s.deps.Degraded) {
+		s.log.WarnContext(ctx, "degraded", "check", f.name, "err", f.err)
+		degraded = append(degraded, f.name+": "+f.err.Error())
 	}
 	if len(degraded) > 0 {
 		api.WriteOK(c, map[string]any{"status": "degraded", "degraded": degraded})
 		return
 	}
 	api.WriteOK(c, map[string]string{"status": "ready"})
+}
+
+// checkFailure is a check that failed and why.
+type checkFailure struct {
+	name string
+	err  error
+}
+
+// failing runs checks one after the other, each within readyTimeout, and
+// returns those that failed, in order.
+func failing(ctx context.Context, checks []ReadyCheck) []checkFailure {
+	var out []checkFailure
+	for _, rc := range checks {
+		checkCtx, cancel := context.WithTimeout(ctx, readyTimeout)
+		err := rc.Check(checkCtx)
+		cancel()
+		if err != nil {
+			out = append(out, checkFailure{rc.Name, err})
+		}
+	}
+	return out
 }

@@ -117,14 +117,3 @@ func (c *cappedConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
-
-func peerHost(a net.Addr) string {
-	if a == nil {
-		return ""
-	}
-	host, _, err := net.SplitHostPort(a.String())
-	if err != nil {
-		return a.String()
-	}
-	return host
-}

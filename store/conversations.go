@@ -303,9 +303,27 @@ func chunks(ranges []SeqRange, fn func([]SeqRange) error) error {
 	return nil
 }
 
+// convCount is one row of a per-conversation count.
 type convCount struct {
 	ConversationID string
 	N              int64
+}
+
+// countPerConversation runs count once per chunk of ranges, with the WHERE
+// clause (and its args) that selects the chunk's ranges on table alias,
+// and returns the counts it scans into rows by conversation ID.
+func countPerConversation(ranges []SeqRange, alias string, count func(where string, args []any, rows *[]convCount) error) (map[string]int64, error) {
+	out := map[string]int64{}
+	err := chunks(ranges, func(rs []SeqRange) error {
+		where, args := rangeWhere(alias, rs)
+		var rows []convCount
+		err := count(where, args, &rows)
+		for _, row := range rows {
+			out[row.ConversationID] = row.N
+		}
+		return err
+	})
+	return out, err
 }
 
 // UnreadCounts counts, per conversation, the readable messages in its
@@ -313,18 +331,11 @@ type convCount struct {
 // (msg_type >= 1500: group changes, revoke notices). A conversation with
 // none is absent. One query per 200 ranges.
 func (r *ConversationRepo) UnreadCounts(ctx context.Context, userID string, ranges []SeqRange) (map[string]int64, error) {
-	out := map[string]int64{}
-	err := chunks(ranges, func(rs []SeqRange) error {
-		where, args := rangeWhere("m", rs)
-		var rows []convCount
-		err := r.db.Gorm.WithContext(ctx).Table("messages AS m").Select("m.conversation_id, COUNT(*) AS n").
+	out, err := countPerConversation(ranges, "m", func(where string, args []any, rows *[]convCount) error {
+		return r.db.Gorm.WithContext(ctx).Table("messages AS m").Select("m.conversation_id, COUNT(*) AS n").
 			Where(where, args...).
 			Where("m.sender_id <> ? AND m.status = ? AND m.msg_type < ?", userID, msgStatusNormal, int(domain.MsgNotificationMin)).
-			Group("m.conversation_id").Scan(&rows).Error
-		for _, row := range rows {
-			out[row.ConversationID] = row.N
-		}
-		return err
+			Group("m.conversation_id").Scan(rows).Error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("unread counts of %s: %w", userID, err)
@@ -336,19 +347,12 @@ func (r *ConversationRepo) UnreadCounts(ctx context.Context, userID string, rang
 // range that mention userID or "all" and were not sent by userID. One
 // query per 200 ranges.
 func (r *ConversationRepo) MentionCounts(ctx context.Context, userID string, ranges []SeqRange) (map[string]int64, error) {
-	out := map[string]int64{}
-	err := chunks(ranges, func(rs []SeqRange) error {
-		where, args := rangeWhere("mm", rs)
-		var rows []convCount
-		err := r.db.Gorm.WithContext(ctx).Table("message_mentions AS mm").
+	out, err := countPerConversation(ranges, "mm", func(where string, args []any, rows *[]convCount) error {
+		return r.db.Gorm.WithContext(ctx).Table("message_mentions AS mm").
 			Select("mm.conversation_id, COUNT(DISTINCT mm.seq) AS n").
 			Joins("JOIN messages m ON m.conversation_id = mm.conversation_id AND m.seq = mm.seq").
 			Where("mm.user_id IN ? AND mm.sender_id <> ? AND m.status = ?", []string{userID, MentionAll}, userID, msgStatusNormal).
-			Where(where, args...).Group("mm.conversation_id").Scan(&rows).Error
-		for _, row := range rows {
-			out[row.ConversationID] = row.N
-		}
-		return err
+			Where(where, args...).Group("mm.conversation_id").Scan(rows).Error
 	})
 	if err != nil {
 		return nil, fmt.Errorf("mention counts of %s: %w", userID, err)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"os"
@@ -90,13 +91,8 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 	sqlDB.SetMaxOpenConns(cfg.MaxOpenConns)
 	sqlDB.SetMaxIdleConns(cfg.MaxIdleConns)
 	sqlDB.SetConnMaxLifetime(cfg.ConnMaxLifetime)
-	if err := sqlDB.PingContext(ctx); err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("ping mysql: %w", err)
-	}
-	if err := countStatements(g); err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("open mysql: %w", err)
+	if err := ready(ctx, g, sqlDB, "mysql"); err != nil {
+		return nil, err
 	}
 	return &DB{Gorm: g, Dialect: MySQL, Isolation: isolation}, nil
 }
@@ -147,13 +143,8 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 	// One writer at a time is SQLite's model; a small pool keeps readers
 	// concurrent without piling up writers on the busy timeout.
 	sqlDB.SetMaxOpenConns(4)
-	if err := sqlDB.PingContext(ctx); err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("ping sqlite: %w", err)
-	}
-	if err := countStatements(g); err != nil {
-		_ = sqlDB.Close()
-		return nil, fmt.Errorf("open sqlite: %w", err)
+	if err := ready(ctx, g, sqlDB, "sqlite"); err != nil {
+		return nil, err
 	}
 	if err := restrictFiles(path); err != nil {
 		_ = sqlDB.Close()
@@ -165,6 +156,21 @@ func OpenSQLite(ctx context.Context, path string) (*DB, error) {
 		return nil, err
 	}
 	return &DB{Gorm: g, Dialect: SQLite, stmts: stmts}, nil
+}
+
+// ready pings the database behind g (its pool sqlDB) and installs the
+// statement counter; on failure it closes the pool and returns the error,
+// naming dialect ("mysql", "sqlite").
+func ready(ctx context.Context, g *gorm.DB, sqlDB *sql.DB, dialect string) error {
+	if err := sqlDB.PingContext(ctx); err != nil {
+		_ = sqlDB.Close()
+		return fmt.Errorf("ping %s: %w", dialect, err)
+	}
+	if err := countStatements(g); err != nil {
+		_ = sqlDB.Close()
+		return fmt.Errorf("open %s: %w", dialect, err)
+	}
+	return nil
 }
 
 // restrictFiles sets the database file and its -wal/-shm files (those that

@@ -50,9 +50,15 @@ func (r *SeqRepo) Lease(ctx context.Context, conversationID string, block int64)
 // MaxSeq returns the highest saved (or resolved) seq of a conversation, 0
 // when it has none.
 func (r *SeqRepo) MaxSeq(ctx context.Context, conversationID string) (int64, error) {
+	return r.seqColumn(ctx, conversationID, "max_seq")
+}
+
+// seqColumn reads column of conversationID's seq_conversations row, 0 when
+// it has none.
+func (r *SeqRepo) seqColumn(ctx context.Context, conversationID, column string) (int64, error) {
 	var v []int64
 	err := r.db.Gorm.WithContext(ctx).Model(&seqConversationRow{}).
-		Where("conversation_id = ?", conversationID).Pluck("max_seq", &v).Error
+		Where("conversation_id = ?", conversationID).Pluck(column, &v).Error
 	if err != nil || len(v) == 0 {
 		return 0, err
 	}
@@ -81,13 +87,7 @@ func (r *SeqRepo) MaxSeqs(ctx context.Context, conversationIDs []string) (map[st
 // Reserved returns the reserved ceiling of a conversation (for tests and the
 // admin view), 0 when nothing was ever leased.
 func (r *SeqRepo) Reserved(ctx context.Context, conversationID string) (int64, error) {
-	var v []int64
-	err := r.db.Gorm.WithContext(ctx).Model(&seqConversationRow{}).
-		Where("conversation_id = ?", conversationID).Pluck("reserved_seq", &v).Error
-	if err != nil || len(v) == 0 {
-		return 0, err
-	}
-	return v[0], nil
+	return r.seqColumn(ctx, conversationID, "reserved_seq")
 }
 
 // greatest returns the dialect's two-argument maximum of a column and the

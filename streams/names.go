@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/redis/go-redis/v9"
@@ -52,52 +51,42 @@ func CheckNames(ctx context.Context, rdb redis.UniversalClient, keys Keys) error
 		}
 		return nil
 	}
-	shards := keys.Shards()
-	if s, err := rdb.Get(ctx, keys.ShardCount()).Result(); err == nil {
-		if n, _ := strconv.Atoi(s); n > shards {
-			shards = n
-		}
-	} else if !errors.Is(err, redis.Nil) {
-		return fmt.Errorf("read the recorded shard count: %w", err)
+	recorded, err := recordedShards(ctx, rdb, keys)
+	if err != nil {
+		return err
 	}
-	type pair struct{ stream, group string }
-	var busy []string
-	var moved []pair // new groups on streams that keep their name
-	for shard := range shards {
-		for _, p := range [][2]pair{
-			{{prev.ToSave(shard), prev.SaveGroup()}, {keys.ToSave(shard), keys.SaveGroup()}},
-			{{prev.ToDeliver(shard), prev.DeliverGroup()}, {keys.ToDeliver(shard), keys.DeliverGroup()}},
-		} {
-			old, cur := p[0], p[1]
-			if old == cur {
+	var left []streamGroup  // old streams and groups no stage reads any more
+	var moved []streamGroup // new groups on streams that keep their name
+	for shard := range max(keys.Shards(), recorded) {
+		olds, curs := prev.stageGroups(shard), keys.stageGroups(shard)
+		for i, old := range olds {
+			if old == curs[i] {
 				continue
 			}
-			n, err := unfinished(ctx, rdb, old.stream, old.group)
-			if err != nil {
-				return err
-			}
-			if n > 0 {
-				busy = append(busy, fmt.Sprintf("%s (group %s): %d", old.stream, old.group, n))
-			}
-			if old.stream == cur.stream {
-				moved = append(moved, cur)
+			left = append(left, old)
+			if old.stream == curs[i].stream {
+				moved = append(moved, curs[i])
 			}
 		}
 	}
-	if len(busy) > 0 {
-		return fmt.Errorf("%w: streams.names was %s and is now %s, but %s; start with the old names until those streams are consumed, then rename",
-			ErrNamesInUse, describeNames(prev.names), describeNames(keys.names), strings.Join(busy, ", "))
-	}
-	for _, p := range moved {
-		// Every entry so far is acknowledged by the old group: the new one
-		// starts at the stream's end. Nothing to do for a stream not
-		// created yet (EnsureGroup makes it).
-		err := rdb.XGroupCreate(ctx, p.stream, p.group, "$").Err()
-		if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") && !strings.Contains(err.Error(), "requires the key to exist") {
-			return fmt.Errorf("create group %s on %s: %w", p.group, p.stream, err)
-		}
-	}
-	return recordNames(ctx, rdb, keys)
+	return guardChange(ctx, rdb, left,
+		func(sg streamGroup, n int64) string { return fmt.Sprintf("%s (group %s): %d", sg.stream, sg.group, n) },
+		func(busy string) error {
+			return fmt.Errorf("%w: streams.names was %s and is now %s, but %s; start with the old names until those streams are consumed, then rename",
+				ErrNamesInUse, describeNames(prev.names), describeNames(keys.names), busy)
+		},
+		func() error {
+			for _, p := range moved {
+				// Every entry so far is acknowledged by the old group: the
+				// new one starts at the stream's end. Nothing to do for a
+				// stream not created yet (EnsureGroup makes it).
+				err := rdb.XGroupCreate(ctx, p.stream, p.group, "$").Err()
+				if err != nil && !strings.Contains(err.Error(), "BUSYGROUP") && !strings.Contains(err.Error(), "requires the key to exist") {
+					return fmt.Errorf("create group %s on %s: %w", p.group, p.stream, err)
+				}
+			}
+			return recordNames(ctx, rdb, keys)
+		})
 }
 
 // Fields of the NamesKey hash, named as the streams.names keys.

@@ -78,10 +78,8 @@ func (h *DeliverHandler) Handle(ctx context.Context, shard int, batch []redis.XM
 	now := time.Now().UnixMilli()
 	failures := streams.Failures{}
 	for _, x := range batch {
-		e, err := streams.Decode(x)
-		if err != nil {
-			h.limited.Error(ctx, "deliver: malformed entry dead-lettered", "entry", x.ID, "err", err)
-			failures[x.ID] = streams.Permanent(err)
+		e, ok := decode(ctx, x, "deliver", failures, h.limited)
+		if !ok {
 			continue
 		}
 		if err := h.deliver(ctx, &e); err != nil {

@@ -112,13 +112,9 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	}
 	failures := streams.Failures{}
 	for _, x := range batch {
-		e, err := streams.Decode(x)
-		if err != nil {
-			h.limited.Error(ctx, "save: malformed entry dead-lettered", "entry", x.ID, "err", err)
-			failures[x.ID] = streams.Permanent(err)
-			continue
+		if e, ok := decode(ctx, x, "save", failures, h.limited); ok {
+			entries = append(entries, e)
 		}
-		entries = append(entries, e)
 	}
 
 	results, failed, err := h.saveAll(ctx, entries)
@@ -319,3 +315,16 @@ func (h *SaveHandler) countOffender(ctx context.Context, m *domain.Message) {
 // retry lines: 10 at once, then 1 a second, the rest counted (a stream of
 // poison messages once wrote 6,512 lines a second).
 func newDeadLines(log *slog.Logger) *domain.RateLog { return domain.NewRateLog(log, 1, 10) }
+
+// decode returns x's entry. A malformed one is logged on dead (stage
+// names the line) and put in failures as permanent, for the consumer to
+// dead-letter; ok is false.
+func decode(ctx context.Context, x redis.XMessage, stage string, failures streams.Failures, dead *domain.RateLog) (e streams.Entry, ok bool) {
+	e, err := streams.Decode(x)
+	if err != nil {
+		dead.Error(ctx, stage+": malformed entry dead-lettered", "entry", x.ID, "err", err)
+		failures[x.ID] = streams.Permanent(err)
+		return e, false
+	}
+	return e, true
+}

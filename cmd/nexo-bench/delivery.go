@@ -36,28 +36,18 @@ func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool)
 	}
 	if how == viaPush || notify {
 		m.delivered++
-		r.tot.delivered++
 		if notify {
 			r.tot.pulled++
 		}
-		if r.inWindow(at) {
-			r.win.delivered++
-		}
-		t := r.tl.at(at)
-		t.delivered++
-		recordCoarse(t.del, at-m.sched)
-		if m.measured {
-			r.hDel.record(at - m.sched)
-		}
+		t := r.count(at, func(c *eventCounts) *int64 { return &c.delivered })
+		m.observe(t.del, r.hDel, at-m.sched)
 	} else {
 		m.recovered++
 		r.tot.recovered++
 		if how == viaResend {
 			r.tot.resent++
 		}
-		if m.measured {
-			r.hRecover.record(at - m.sched)
-		}
+		m.observe(nil, r.hRecover, at-m.sched)
 	}
 	r.settle(m)
 }

@@ -103,8 +103,9 @@ func round3(v float64) float64 {
 // happened, and coarse (two significant digits) latency histograms of the
 // events of that second.
 type tick struct {
-	sent, accepted, saved, delivered, errors int64
-	acc, lag, del                            *hdrhistogram.Histogram
+	eventCounts   // sent, accepted, saved and delivered (recorder.count)
+	errors        int64
+	acc, lag, del *hdrhistogram.Histogram
 }
 
 // timeline buckets events per second since the run started: origin is the

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // target is where a message goes and which connections must receive it.
@@ -83,6 +85,31 @@ type recorder struct {
 
 type eventCounts struct{ sent, accepted, saved, delivered, pulled, recovered, resent int64 }
 
+// count counts one event at clock reading at: in the run's totals, in the
+// measurement window when at falls in it, and in at's second of the
+// timeline, which it returns. of picks the event's counter in a set of
+// counts.
+func (r *recorder) count(at int64, of func(*eventCounts) *int64) *tick {
+	*of(&r.tot)++
+	if r.inWindow(at) {
+		*of(&r.win)++
+	}
+	t := r.tl.at(at)
+	*of(&t.eventCounts)++
+	return t
+}
+
+// observe records d, a latency of m, in coarse (a second of the timeline;
+// nil: none) and, when m is measured, in fine.
+func (m *msgRec) observe(coarse *hdrhistogram.Histogram, fine *latencyHist, d int64) {
+	if coarse != nil {
+		recordCoarse(coarse, d)
+	}
+	if m.measured {
+		fine.record(d)
+	}
+}
+
 func newRecorder(clk *clock, tag string, from, to int64, await string) *recorder {
 	return &recorder{
 		clk: clk, tag: tag, from: from, to: to, await: await, errors: map[string]int64{},
@@ -126,14 +153,8 @@ func (r *recorder) newMsg(from *conn, to *target, sched, sent int64, slot chan s
 	id := len(r.msgs)
 	r.msgs = append(r.msgs, m)
 	r.outstanding++
-	r.tot.sent++
-	if r.inWindow(sent) {
-		r.win.sent++
-	}
-	r.tl.at(sent).sent++
-	if m.measured {
-		r.hSendDelay.record(sent - sched)
-	}
+	r.count(sent, func(c *eventCounts) *int64 { return &c.sent })
+	m.observe(nil, r.hSendDelay, sent-sched)
 	return r.clientMsgID(id)
 }
 
@@ -261,16 +282,8 @@ func (r *recorder) onAnswer(f *inFrame, at int64) {
 	if m.from.recv != nil { // the sender holds its own message: its contiguous prefix includes it
 		m.from.recv.show(&message{ServerMsgID: a.ServerMsgID, ConversationID: m.to.conv, Seq: a.Seq}, viaOwn, true)
 	}
-	r.tot.accepted++
-	if r.inWindow(at) {
-		r.win.accepted++
-	}
-	t := r.tl.at(at)
-	t.accepted++
-	recordCoarse(t.acc, at-m.sched)
-	if m.measured {
-		r.hAcc.record(at - m.sched)
-	}
+	t := r.count(at, func(c *eventCounts) *int64 { return &c.accepted })
+	m.observe(t.acc, r.hAcc, at-m.sched)
 	switch {
 	case m.saved != 0: // the 2101 push overtook the answer
 		r.savedFirst++
@@ -309,14 +322,8 @@ func (r *recorder) onSaved(clientMsgID string, seq, at int64) {
 
 func (r *recorder) markSaved(m *msgRec, at int64) {
 	m.saved = at
-	r.tot.saved++
-	if r.inWindow(at) {
-		r.win.saved++
-	}
-	r.tl.at(at).saved++
-	if m.measured {
-		r.hSaved.record(at - m.sched)
-	}
+	r.count(at, func(c *eventCounts) *int64 { return &c.saved })
+	m.observe(nil, r.hSaved, at-m.sched)
 	if m.acked != 0 {
 		r.recordLag(m, at)
 	}
@@ -325,11 +332,7 @@ func (r *recorder) markSaved(m *msgRec, at int64) {
 // recordLag records accepted->saved once both are known; 0 when the answer
 // itself was ACK(saved) (two-phase off) or came after the saved push.
 func (r *recorder) recordLag(m *msgRec, at int64) {
-	lag := m.saved - m.acked
-	recordCoarse(r.tl.at(at).lag, lag)
-	if m.measured {
-		r.hLag.record(lag)
-	}
+	m.observe(r.tl.at(at).lag, r.hLag, m.saved-m.acked)
 }
 
 // expire marks messages unanswered for longer than timeout and frees their

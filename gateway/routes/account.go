@@ -21,11 +21,11 @@ func Account(r HTTP, svc *account.Service, maxBody int, log *slog.Logger) {
 	r.Route("POST", "/user/register", h.register, false)
 	r.Route("GET", "/user/info", h.info, true)
 	r.Route("PUT", "/user/update", api.JSON(maxBody, log, svc.Update), true)
-	r.Route("POST", "/auth/login", h.login, false)
+	r.Route("POST", "/auth/login", withBody(h, clientIP, svc.Login), false)
 	r.Route("POST", "/auth/refresh", h.refresh, true)
 	r.Route("POST", "/auth/logout", h.logout, true)
 	r.Route("POST", "/auth/logout_all", h.logoutAll, true)
-	r.Route("POST", "/user/password", h.changePassword, true)
+	r.Route("POST", "/user/password", withBody(h, callerOf, svc.ChangePassword), true)
 }
 
 type accountRoutes struct {
@@ -38,6 +38,25 @@ type accountRoutes struct {
 func callerOf(c *app.RequestContext) account.Caller {
 	claims, _ := auth.ClaimsOf(c)
 	return account.Caller{UserID: claims.UserID, PlatformID: claims.PlatformID, JTI: claims.JTI}
+}
+
+// clientIP is the address the login and registration limits count.
+func clientIP(c *app.RequestContext) string { return c.ClientIP() }
+
+// withBody adapts an operation on a JSON body to a route, as api.JSON
+// does, but do gets what of reads from the request (the client address,
+// the caller) instead of the user ID: POST /auth/login → {token,
+// expire_at}, POST /user/password → {revoked}.
+func withBody[By, Req, Res any](h accountRoutes, of func(*app.RequestContext) By, do func(ctx context.Context, by By, req Req) (Res, error)) app.HandlerFunc {
+	return func(ctx context.Context, c *app.RequestContext) {
+		var req Req
+		if err := api.BindJSON(c, h.maxBody, &req); err != nil {
+			api.WriteError(ctx, c, h.log, err)
+			return
+		}
+		res, err := do(ctx, of(c), req)
+		h.write(ctx, c, res, err)
+	}
 }
 
 // write answers res, or err when it is not nil.
@@ -56,30 +75,13 @@ func (h accountRoutes) register(ctx context.Context, c *app.RequestContext) {
 		api.WriteError(ctx, c, h.log, err)
 		return
 	}
-	var req account.RegisterRequest
-	if err := api.BindJSON(c, h.maxBody, &req); err != nil {
-		api.WriteError(ctx, c, h.log, err)
-		return
-	}
-	res, err := h.svc.Register(ctx, c.ClientIP(), req)
-	h.write(ctx, c, res, err)
+	withBody(h, clientIP, h.svc.Register)(ctx, c)
 }
 
 // info handles GET /user/info?user_id= → the caller's own profile (no
 // user_id) or another user's public one.
 func (h accountRoutes) info(ctx context.Context, c *app.RequestContext) {
 	res, err := h.svc.Info(ctx, callerOf(c).UserID, string(c.Query("user_id")))
-	h.write(ctx, c, res, err)
-}
-
-// login handles POST /auth/login → {token, expire_at}.
-func (h accountRoutes) login(ctx context.Context, c *app.RequestContext) {
-	var req account.LoginRequest
-	if err := api.BindJSON(c, h.maxBody, &req); err != nil {
-		api.WriteError(ctx, c, h.log, err)
-		return
-	}
-	res, err := h.svc.Login(ctx, c.ClientIP(), req)
 	h.write(ctx, c, res, err)
 }
 
@@ -97,16 +99,5 @@ func (h accountRoutes) logout(ctx context.Context, c *app.RequestContext) {
 // logoutAll handles POST /auth/logout_all → {revoked}.
 func (h accountRoutes) logoutAll(ctx context.Context, c *app.RequestContext) {
 	res, err := h.svc.LogoutAll(ctx, callerOf(c))
-	h.write(ctx, c, res, err)
-}
-
-// changePassword handles POST /user/password → {revoked}.
-func (h accountRoutes) changePassword(ctx context.Context, c *app.RequestContext) {
-	var req account.PasswordRequest
-	if err := api.BindJSON(c, h.maxBody, &req); err != nil {
-		api.WriteError(ctx, c, h.log, err)
-		return
-	}
-	res, err := h.svc.ChangePassword(ctx, callerOf(c), req)
 	h.write(ctx, c, res, err)
 }

@@ -100,7 +100,7 @@ type Service struct {
 	accept    Accepter
 	saver     Saver
 	leaser    Leaser
-	users     *knownUsers
+	users     *KnownUsers
 	groups    GroupGate
 	fanout    Fanout
 	originals *originalLookup // nil: no check
@@ -145,7 +145,7 @@ type Deps struct {
 func NewService(d Deps) *Service {
 	return &Service{
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
-		users: newKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
+		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
 		offenders: d.DeadSenders,
 	}
@@ -434,7 +434,7 @@ func (s *Service) authorize(ctx context.Context, m *domain.Message) error {
 		}
 		return s.groups.CheckSend(ctx, m.GroupID, m.SenderID)
 	}
-	ok, err := s.users.exists(ctx, m.RecvID)
+	ok, err := s.users.Exists(ctx, m.RecvID)
 	if err != nil {
 		return fmt.Errorf("look up receiver: %w", err)
 	}

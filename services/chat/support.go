@@ -10,18 +10,23 @@ import (
 	"github.com/nexo-im/nexo/domain"
 )
 
-// knownUsers caches positive receiver lookups: users are never deleted, so
-// a user seen once exists; misses always ask the database.
-type knownUsers struct {
+// KnownUsers caches positive user lookups (a send's receiver, a single
+// chat's peer): users are never deleted, so a user seen once exists; misses
+// always ask the database. Safe for concurrent use.
+type KnownUsers struct {
 	users Users
 	seen  *lru.LRU[string, struct{}]
 }
 
-func newKnownUsers(u Users) *knownUsers {
-	return &knownUsers{users: u, seen: lru.NewLRU[string, struct{}](100_000, nil, time.Hour)}
+// NewKnownUsers returns the cache in front of u: up to 100,000 users, each
+// remembered for an hour.
+func NewKnownUsers(u Users) *KnownUsers {
+	return &KnownUsers{users: u, seen: lru.NewLRU[string, struct{}](100_000, nil, time.Hour)}
 }
 
-func (k *knownUsers) exists(ctx context.Context, id string) (bool, error) {
+// Exists reports whether id is a registered user: from the cache, else
+// from the database (the lookup's error as is).
+func (k *KnownUsers) Exists(ctx context.Context, id string) (bool, error) {
 	if _, ok := k.seen.Get(id); ok {
 		return true, nil
 	}

@@ -61,14 +61,7 @@ func (s *Service) SetRole(ctx context.Context, caller string, req SetRoleRequest
 	var out MemberJSON
 	role := domain.RoleLevel(req.RoleLevel)
 	err := s.locked(ctx, req.GroupID, func(ctx context.Context) error {
-		if _, err := s.activeGroup(ctx, req.GroupID); err != nil {
-			return err
-		}
-		owner, err := s.actor(ctx, req.GroupID, caller)
-		if err != nil {
-			return err
-		}
-		if err := requireRole(owner, domain.RoleOwner, "only the owner may set roles"); err != nil {
+		if _, _, err := s.authorize(ctx, req.GroupID, caller, domain.RoleOwner, "only the owner may set roles"); err != nil {
 			return err
 		}
 		if req.UserID == caller {
@@ -140,15 +133,8 @@ func (s *Service) Dismiss(ctx context.Context, caller, groupID string) (GroupJSO
 func (s *Service) Update(ctx context.Context, caller string, req UpdateRequest) (GroupJSON, error) {
 	var out GroupJSON
 	err := s.locked(ctx, req.GroupID, func(ctx context.Context) error {
-		g, err := s.activeGroup(ctx, req.GroupID)
+		g, _, err := s.authorize(ctx, req.GroupID, caller, domain.RoleAdmin, "only the owner and admins may update the group")
 		if err != nil {
-			return err
-		}
-		m, err := s.actor(ctx, req.GroupID, caller)
-		if err != nil {
-			return err
-		}
-		if err := requireRole(m, domain.RoleAdmin, "only the owner and admins may update the group"); err != nil {
 			return err
 		}
 		var u, old store.GroupUpdate

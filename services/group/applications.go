@@ -141,14 +141,7 @@ func (s *Service) RespondApplication(ctx context.Context, caller string, req Res
 	var out RespondResult
 	accept := req.Accept != nil && *req.Accept
 	err := s.locked(ctx, req.GroupID, func(ctx context.Context) error {
-		if _, err := s.activeGroup(ctx, req.GroupID); err != nil {
-			return err
-		}
-		admin, err := s.actor(ctx, req.GroupID, caller)
-		if err != nil {
-			return err
-		}
-		if err := requireRole(admin, domain.RoleAdmin, "only the owner and admins may answer join applications"); err != nil {
+		if _, _, err := s.authorize(ctx, req.GroupID, caller, domain.RoleAdmin, "only the owner and admins may answer join applications"); err != nil {
 			return err
 		}
 		app, err := s.groups.PendingApplication(ctx, req.GroupID, req.UserID)

@@ -252,14 +252,8 @@ func (s *Service) Kick(ctx context.Context, caller string, req UsersRequest) (Ki
 		}
 	}
 	err := s.locked(ctx, req.GroupID, func(ctx context.Context) error {
-		if _, err := s.activeGroup(ctx, req.GroupID); err != nil {
-			return err
-		}
-		kicker, err := s.actor(ctx, req.GroupID, caller)
+		_, kicker, err := s.authorize(ctx, req.GroupID, caller, domain.RoleAdmin, "only the owner and admins may kick")
 		if err != nil {
-			return err
-		}
-		if err := requireRole(kicker, domain.RoleAdmin, "only the owner and admins may kick"); err != nil {
 			return err
 		}
 		rows, err := s.groups.MembersOf(ctx, req.GroupID, ids)

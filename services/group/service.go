@@ -184,6 +184,21 @@ func requireRole(m domain.GroupMember, role domain.RoleLevel, what string) error
 	return nil
 }
 
+// authorize returns group groupID and caller's member row when the group
+// is active and caller an active member with at least role: otherwise the
+// errors of activeGroup and actor, or forbidden with what.
+func (s *Service) authorize(ctx context.Context, groupID, caller string, role domain.RoleLevel, what string) (domain.Group, domain.GroupMember, error) {
+	g, err := s.activeGroup(ctx, groupID)
+	if err != nil {
+		return g, domain.GroupMember{}, err
+	}
+	m, err := s.actor(ctx, groupID, caller)
+	if err != nil {
+		return g, m, err
+	}
+	return g, m, requireRole(m, role, what)
+}
+
 // requireUsers refuses with user_not_found unless every ID is registered.
 func (s *Service) requireUsers(ctx context.Context, field string, ids []string) error {
 	found, err := s.users.Existing(ctx, ids)

@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2"
-	explru "github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/streams"
 )
 
@@ -61,8 +60,7 @@ type Access struct {
 	saved  SavedMax
 	issued IssuedSeqs
 	known  *lru.Cache[string, int64]
-	users  Users
-	peers  *explru.LRU[string, struct{}] // users seen to exist (never deleted)
+	peers  *chat.KnownUsers // nil: no users to check peers against
 }
 
 // knownSeqs is how many conversations' highest seqs a process remembers.
@@ -75,27 +73,20 @@ const knownSeqs = 100_000
 // conversation rows or cursors for made-up peers).
 func NewAccess(groups GroupBounds, saved SavedMax, issued IssuedSeqs, users Users) *Access {
 	known, _ := lru.New[string, int64](knownSeqs)
-	return &Access{groups: groups, saved: saved, issued: issued, known: known, users: users,
-		peers: explru.NewLRU[string, struct{}](knownSeqs, nil, time.Hour)}
+	a := &Access{groups: groups, saved: saved, issued: issued, known: known}
+	if users != nil {
+		a.peers = chat.NewKnownUsers(users)
+	}
+	return a
 }
 
 // peerExists asks the database once per peer and process (an hour at most):
 // users are never deleted, so a user seen once exists.
 func (a *Access) peerExists(ctx context.Context, id string) (bool, error) {
-	if a.users == nil {
+	if a.peers == nil {
 		return true, nil
 	}
-	if _, ok := a.peers.Get(id); ok {
-		return true, nil
-	}
-	found, err := a.users.Existing(ctx, []string{id})
-	if err != nil {
-		return false, err
-	}
-	if found[id] {
-		a.peers.Add(id, struct{}{})
-	}
-	return found[id], nil
+	return a.peers.Exists(ctx, id)
 }
 
 // Member returns userID's visibility in conversationID: a party of a single

@@ -266,6 +266,10 @@ func deadLetterCapped(t *testing.T, b *bench) {
 	b.run(cfg, b.handler("c1", func(redis.XMessage) error { return streams.Permanent(errors.New("malformed")) }))
 	b.waitFor("every entry handled", b.allSeen(ids))
 	b.waitFor("nothing pending", func() bool { return b.pending() == 0 })
+	// The cap is applied right after each park's commit: wait for the last.
+	b.waitFor("the dead-letter stream trimmed", func() bool {
+		return b.rdb.XLen(context.Background(), b.dead).Val() <= 4
+	})
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	dead := b.rdb.XRange(context.Background(), b.dead, "-", "+").Val()

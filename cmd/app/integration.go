@@ -118,7 +118,7 @@ func (a *App) buildWebhooks() webhooks {
 		return h
 	}
 	keys := webhook.NewKeys(a.cfg.Redis.KeyPrefix)
-	h.emitter = webhook.NewEmitter(a.rdb, keys, cfg, nil, a.log)
+	h.emitter = webhook.NewEmitter(a.rdb, keys, a.member.Self().ID, cfg, nil, a.log)
 	d := webhook.NewDeliverer(a.rdb, keys, a.consumerName(), cfg, h.client, a.metrics, a.log)
 	a.add(component{name: "webhook deliverer", run: d.Run})
 	return h

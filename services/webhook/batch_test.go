@@ -105,7 +105,7 @@ func TestBatchedDeliveryIsSignedAndAtLeastOnce(t *testing.T) {
 	if err := d.EnsureGroup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewEmitter(rdb, keys, cfg, nil, log).AfterSave(ctx, msgs, nil); err != nil {
+	if err := NewEmitter(rdb, keys, "", cfg, nil, log).AfterSave(ctx, msgs, nil); err != nil {
 		t.Fatal(err)
 	}
 	stopped := make(chan struct{})

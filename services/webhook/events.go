@@ -63,17 +63,20 @@ type Offline interface {
 // Emitter appends events to the stream; the Deliverer sends them. Appending
 // is all the message pipeline ever waits for.
 type Emitter struct {
-	rdb     redis.UniversalClient
-	keys    Keys
-	enabled map[string]bool
-	offline Offline
-	log     *slog.Logger
+	rdb      redis.UniversalClient
+	keys     Keys
+	instance string
+	enabled  map[string]bool
+	offline  Offline
+	log      *slog.Logger
 }
 
 // NewEmitter returns the emitter for the events cfg enables; offline may
-// be nil (offline_push off).
-func NewEmitter(rdb redis.UniversalClient, keys Keys, cfg configs.Webhooks, offline Offline, log *slog.Logger) *Emitter {
-	e := &Emitter{rdb: rdb, keys: keys, enabled: map[string]bool{}, offline: offline, log: log}
+// be nil (offline_push off). instanceID names this instance in every
+// entry it appends (field instance_id, as the pipeline's entries carry it);
+// "" leaves the field out.
+func NewEmitter(rdb redis.UniversalClient, keys Keys, instanceID string, cfg configs.Webhooks, offline Offline, log *slog.Logger) *Emitter {
+	e := &Emitter{rdb: rdb, keys: keys, instance: instanceID, enabled: map[string]bool{}, offline: offline, log: log}
 	for _, ev := range cfg.Events {
 		if cfg.EventURL(ev) != "" {
 			e.enabled[ev] = true
@@ -100,7 +103,11 @@ func (e *Emitter) xadd(ctx context.Context, events []EventJSON) error {
 			if err != nil {
 				return fmt.Errorf("encode %s: %w", ev.Event, err)
 			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: e.keys.Events, Values: []any{"event", ev.Event, "id", ev.ID, "body", body}})
+			values := []any{"event", ev.Event, "id", ev.ID, "body", body}
+			if e.instance != "" {
+				values = append(values, "instance_id", e.instance)
+			}
+			p.XAdd(ctx, &redis.XAddArgs{Stream: e.keys.Events, Values: values})
 		}
 		return nil
 	})

@@ -62,7 +62,7 @@ func TestRefusedEventIsDeadLettered(t *testing.T) {
 	stopped := make(chan struct{})
 	go func() { _ = d.Run(ctx); close(stopped) }()
 	t.Cleanup(func() { cancel(); <-stopped })
-	if err := NewEmitter(rdb, keys, cfg, nil, log).Emit(ctx, configs.EventUserOnline, UserEventJSON{UserID: strings.Repeat("u", 100), PlatformID: 1}); err != nil {
+	if err := NewEmitter(rdb, keys, "", cfg, nil, log).Emit(ctx, configs.EventUserOnline, UserEventJSON{UserID: strings.Repeat("u", 100), PlatformID: 1}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(10 * time.Second)
@@ -101,7 +101,7 @@ func TestAfterSaveAppendsOnlyEnabledEvents(t *testing.T) {
 	rdb, prefix := storetest.Redis(t)
 	keys := NewKeys(prefix)
 	cfg := configs.Webhooks{URL: "http://127.0.0.1:1/", Events: []string{configs.EventAfterSend}}
-	e := NewEmitter(rdb, keys, cfg, nil, slog.New(slog.DiscardHandler))
+	e := NewEmitter(rdb, keys, "web1-8080", cfg, nil, slog.New(slog.DiscardHandler))
 	msgs := []domain.Message{
 		{ServerMsgID: "m1", ConversationID: "si_a_b", Seq: 1, SenderID: "a", RecvID: "b", SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "hi"}, Status: domain.StatusNormal},
 		{ServerMsgID: "m2", ConversationID: "sg_g", Seq: 1, SenderID: "a", GroupID: "g", SessionType: domain.SessionGroup, MsgType: 1501, Content: domain.Content{Custom: `{"x":1}`}, Status: domain.StatusNormal},
@@ -115,8 +115,9 @@ func TestAfterSaveAppendsOnlyEnabledEvents(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 1 || got[0].Values["event"] != "after_send" || got[0].Values["id"] != "after_send:m1" {
-		t.Fatalf("stream holds %v, want only after_send:m1", got)
+	if len(got) != 1 || got[0].Values["event"] != "after_send" || got[0].Values["id"] != "after_send:m1" ||
+		got[0].Values["instance_id"] != "web1-8080" {
+		t.Fatalf("stream holds %v, want only after_send:m1 from instance web1-8080", got)
 	}
 }
 
@@ -127,7 +128,7 @@ func BenchmarkAfterSaveBatch(b *testing.B) {
 	rdb, prefix := storetest.Redis(b)
 	keys := NewKeys(prefix)
 	cfg := configs.Webhooks{URL: "http://127.0.0.1:1/", Events: []string{configs.EventAfterSend}}
-	e := NewEmitter(rdb, keys, cfg, nil, slog.New(slog.DiscardHandler))
+	e := NewEmitter(rdb, keys, "", cfg, nil, slog.New(slog.DiscardHandler))
 	const batch = 256
 	msgs := make([]domain.Message, batch)
 	fresh := make([]bool, batch)

@@ -627,8 +627,9 @@ type Sync struct {
 	RecvOptCacheTTL time.Duration `koanf:"recv_opt_cache_ttl"`
 }
 
-// Metrics configures how the operator routes (/metrics, /debug/pprof) are
-// served (docs/security.md).
+// Metrics configures how the operator routes (/metrics) are served
+// (docs/security.md). Outside the embedded mode, with neither Addr nor
+// Token, they are not served at all.
 type Metrics struct {
 	// Addr, when set (e.g. 127.0.0.1:9090), serves them on a listener of
 	// their own and no longer on http.addr.

@@ -634,8 +634,9 @@ type Sync struct {
 	RecvOptCacheTTL time.Duration `koanf:"recv_opt_cache_ttl"`
 }
 
-// Metrics configures how the operator routes (/metrics, /debug/pprof) are
-// served (docs/security.md).
+// Metrics configures how the operator routes (/metrics) are served
+// (docs/security.md). Outside the embedded mode, with neither Addr nor
+// Token, they are not served at all.
 type Metrics struct {
 	// Addr, when set (e.g. 127.0.0.1:9090), serves them on a listener of
 	// their own and no longer on http.addr.
@@ -664,6 +665,12 @@ type Limits struct {
 	// /group/invite and /group/create (each added user is one event; more
 	// than burst at once is refused). The server API is not counted.
 	GroupInvite Rate `koanf:"group_invite"`
+	// GroupAdded counts how often one user is added to groups by someone
+	// else (/group/invite, /group/create member_ids), whoever adds them:
+	// past it, adding that user is too_many_requests. Only adds that would
+	// happen count (not users already members, nor adds their
+	// group_invites refuses). The server API is not counted.
+	GroupAdded Rate `koanf:"group_added"`
 }
 
 // DeadLetters is the repeat-offender limit: Count dead-lettered messages
@@ -820,6 +827,7 @@ func Default() Config {
 			DeadLetters:  DeadLetters{Count: 10, Window: 10 * time.Minute, Block: 10 * time.Minute},
 			RegisterIP:   Rate{Rate: 20, Period: time.Hour, Burst: 20},
 			GroupInvite:  Rate{Rate: 500, Period: time.Hour, Burst: 500},
+			GroupAdded:   Rate{Rate: 30, Period: time.Hour, Burst: 30},
 		},
 	}
 }

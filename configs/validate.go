@@ -176,7 +176,7 @@ func (c *Config) Validate() error {
 		key string
 		r   Rate
 	}{{"limits.login_ip", c.Limits.LoginIP}, {"limits.login_account", c.Limits.LoginAccount}, {"limits.register_ip", c.Limits.RegisterIP},
-		{"limits.group_invite", c.Limits.GroupInvite}} {
+		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}} {
 		checks = append(checks, struct {
 			ok       bool
 			key, msg string

@@ -7,9 +7,12 @@ type User struct {
 	Avatar       string
 	PasswordHash string
 	// Disabled users cannot log in or get tokens (server API).
-	Disabled  bool
-	CreatedAt int64
-	UpdatedAt int64
+	Disabled bool
+	// GroupInvites is whom the user lets add them to groups; "" is
+	// InvitesEveryone.
+	GroupInvites GroupInvites
+	CreatedAt    int64
+	UpdatedAt    int64
 }
 
 // Field limits shared by validation and the schema.
@@ -19,3 +22,31 @@ const (
 	MinPasswordLen = 8
 	MaxPasswordLen = 128
 )
+
+// GroupInvites is a user's choice of who may add them to a group (create
+// with them as a member, or invite them): the profile field group_invites.
+type GroupInvites string
+
+// The group_invites choices.
+const (
+	// InvitesEveryone: anyone may add the user (the default).
+	InvitesEveryone GroupInvites = "everyone"
+	// InvitesSharedGroups: only users who are active members of a group
+	// the user is an active member of.
+	InvitesSharedGroups GroupInvites = "shared_groups"
+	// InvitesNobody: nobody may add the user; they join by themselves.
+	InvitesNobody GroupInvites = "nobody"
+)
+
+// Valid reports whether g is one of the choices.
+func (g GroupInvites) Valid() bool {
+	return g == InvitesEveryone || g == InvitesSharedGroups || g == InvitesNobody
+}
+
+// OrDefault is g, or InvitesEveryone when g is unset.
+func (g GroupInvites) OrDefault() GroupInvites {
+	if g == "" {
+		return InvitesEveryone
+	}
+	return g
+}

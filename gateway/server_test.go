@@ -114,7 +114,7 @@ func newServer(t testing.TB, cfg configs.Config, db *store.DB, rdb redis.Univers
 	if err != nil {
 		t.Fatal(err)
 	}
-	accounts := account.NewService(account.Deps{Users: store.NewUserRepo(db), Passwords: passwords,
+	accounts := account.NewService(account.Deps{Users: store.NewUserRepo(db), Contacts: store.NewContacts(db), Passwords: passwords,
 		Tokens: auth.AccountTokens{Issuer: issuer}, Store: tokens, Sessions: sessions, Auth: cfg.Auth})
 	routes.Account(srv, accounts, cfg.HTTP.MaxBodyBytes, deps.Logger)
 	return srv

@@ -27,6 +27,34 @@ var migrations = []migration{
 	{4, "integration: users.disabled_at (server API disable)", migrateUserDisabled},
 	{5, "users.id_norm: user IDs unique without letter case", migrateUserIDNorm},
 	{6, "groups: invite_permission, group_requests (join applications)", migrateGroupRequests},
+	{7, "users.group_invites (who may add a user to groups)", migrateGroupInvites},
+	{8, "deployment: the database's identity and the Redis key prefix it belongs to", migrateDeployment},
+}
+
+// migrateGroupInvites is migration 7 (docs/groups.md): users.group_invites,
+// 'everyone' for every existing user.
+func migrateGroupInvites(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if m.HasColumn(&userRow{}, "GroupInvites") {
+		return nil
+	}
+	if err := m.AddColumn(&userRow{}, "GroupInvites"); err != nil {
+		return fmt.Errorf("add users.group_invites: %w", err)
+	}
+	return nil
+}
+
+// migrateDeployment is migration 8 (docs/operations.md, "One database, one
+// key prefix"): the one-row table the first start fills (deployment.go).
+func migrateDeployment(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if m.HasTable(&deploymentRow{}) {
+		return nil
+	}
+	if err := m.CreateTable(&deploymentRow{}); err != nil {
+		return fmt.Errorf("create deployment: %w", err)
+	}
+	return nil
 }
 
 // migrateGroupRequests is migration 6 (docs/groups.md):

@@ -44,7 +44,8 @@ func TestMigrateIsIdempotentAndComplete(t *testing.T) {
 				}
 			}
 			for table, cols := range map[string][]string{
-				"users":             {"password_hash"},
+				"users":             {"password_hash", "group_invites"},
+				"deployment":        {"uuid", "key_prefix"},
 				"messages":          {"server_msg_id", "status", "at_user_ids"},
 				"seq_users":         {"delivered_seq", "read_seq", "min_seq", "max_seq"},
 				"seq_conversations": {"reserved_seq", "max_seq"},
@@ -129,6 +130,47 @@ func TestMigrateUserIDNorm(t *testing.T) {
 				if _, err := repo.Create(ctx, domain.User{ID: id, Nickname: id, PasswordHash: "h"}); !errors.Is(err, domain.ErrUserExists) {
 					t.Fatalf("create %s: %v, want ErrUserExists", id, err)
 				}
+			}
+			if applied, err := db.Migrate(ctx); err != nil || len(applied) != 0 {
+				t.Fatalf("migrate again: %v %v", applied, err)
+			}
+		})
+	}
+}
+
+// TestMigrateGroupInvitesAndDeployment: migrations 7 and 8 on a database
+// that predates them: every existing user gets group_invites everyone, and
+// the deployment table appears, empty until the first start binds it.
+func TestMigrateGroupInvitesAndDeployment(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			db := b.Open(t)
+			ctx := context.Background()
+			g := db.Gorm.WithContext(ctx)
+			// Back to version 6.
+			if err := g.Migrator().DropColumn("users", "group_invites"); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Migrator().DropTable("deployment"); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Exec("DELETE FROM schema_migrations WHERE version IN (7, 8)").Error; err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Exec("INSERT INTO users (id, id_norm, nickname, avatar, password_hash, created_at, updated_at) VALUES ('old', 'old', 'Old', '', 'h', 1, 1)").Error; err != nil {
+				t.Fatal(err)
+			}
+			applied, err := db.Migrate(ctx)
+			if err != nil || len(applied) != 2 || applied[0] != 7 || applied[1] != 8 {
+				t.Fatalf("applied %v, err %v", applied, err)
+			}
+			u, err := store.NewUserRepo(db).Get(ctx, "old")
+			if err != nil || u.GroupInvites != domain.InvitesEveryone {
+				t.Fatalf("existing user after migration 7: %+v, %v", u, err)
+			}
+			if !g.Migrator().HasTable("deployment") {
+				t.Fatal("no deployment table after migration 8")
 			}
 			if applied, err := db.Migrate(ctx); err != nil || len(applied) != 0 {
 				t.Fatalf("migrate again: %v %v", applied, err)

@@ -15,8 +15,11 @@ type userRow struct {
 	Extra        *string `gorm:"column:extra;type:json"`
 	// DisabledAt is when the server API disabled the user (Unix ms); 0 = enabled.
 	DisabledAt int64 `gorm:"column:disabled_at;not null;default:0"`
-	CreatedAt  int64 `gorm:"column:created_at;not null;autoCreateTime:false;index:idx_created_at"`
-	UpdatedAt  int64 `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// GroupInvites is domain.GroupInvites: who may add the user to groups;
+	// added by migration 7.
+	GroupInvites string `gorm:"column:group_invites;type:varchar(16);not null;default:'everyone'"`
+	CreatedAt    int64  `gorm:"column:created_at;not null;autoCreateTime:false;index:idx_created_at"`
+	UpdatedAt    int64  `gorm:"column:updated_at;not null;autoUpdateTime:false"`
 }
 
 func (userRow) TableName() string { return "users" }

@@ -28,7 +28,8 @@ const existingChunk = 500
 func (r *UserRepo) Create(ctx context.Context, u domain.User) (domain.User, error) {
 	now := nowMillis()
 	norm := domain.NormalizeUserID(u.ID)
-	row := userRow{ID: u.ID, IDNorm: &norm, Nickname: u.Nickname, Avatar: u.Avatar, PasswordHash: u.PasswordHash, CreatedAt: now, UpdatedAt: now}
+	row := userRow{ID: u.ID, IDNorm: &norm, Nickname: u.Nickname, Avatar: u.Avatar, PasswordHash: u.PasswordHash,
+		GroupInvites: string(u.GroupInvites.OrDefault()), CreatedAt: now, UpdatedAt: now}
 	err := mapErr(r.db.Gorm.WithContext(ctx).Create(&row).Error, domain.ErrUserNotFound)
 	if errors.Is(err, domain.ErrDuplicate) {
 		return domain.User{}, fmt.Errorf("create user %q: %w", u.ID, domain.ErrUserExists)
@@ -54,16 +55,27 @@ func (r *UserRepo) Get(ctx context.Context, id string) (domain.User, error) {
 	return row.toDomain(), nil
 }
 
-// Update sets the fields that are not nil (nickname, avatar) and
-// updated_at, and returns the user as stored. An unknown ID is
-// domain.ErrUserNotFound. With both nil it only returns the user.
-func (r *UserRepo) Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error) {
+// UserUpdate is a change of a user's profile: the fields that are not nil
+// are set.
+type UserUpdate struct {
+	Nickname     *string
+	Avatar       *string
+	GroupInvites *domain.GroupInvites
+}
+
+// Update sets the fields of u that are not nil and updated_at, and returns
+// the user as stored. An unknown ID is domain.ErrUserNotFound. With every
+// field nil it only returns the user.
+func (r *UserRepo) Update(ctx context.Context, id string, u UserUpdate) (domain.User, error) {
 	set := map[string]any{}
-	if nickname != nil {
-		set["nickname"] = *nickname
+	if u.Nickname != nil {
+		set["nickname"] = *u.Nickname
 	}
-	if avatar != nil {
-		set["avatar"] = *avatar
+	if u.Avatar != nil {
+		set["avatar"] = *u.Avatar
+	}
+	if u.GroupInvites != nil {
+		set["group_invites"] = string(u.GroupInvites.OrDefault())
 	}
 	if len(set) == 0 {
 		return r.Get(ctx, id)
@@ -124,6 +136,7 @@ func (row userRow) toDomain() domain.User {
 	return domain.User{
 		ID: row.ID, Nickname: row.Nickname, Avatar: row.Avatar, PasswordHash: row.PasswordHash,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, Disabled: row.DisabledAt != 0,
+		GroupInvites: domain.GroupInvites(row.GroupInvites).OrDefault(),
 	}
 }
 
@@ -156,6 +169,24 @@ func (r *UserRepo) Delete(ctx context.Context, id string) error {
 		return fmt.Errorf("delete user %q: %w", id, err)
 	}
 	return nil
+}
+
+// GroupInvites returns the group_invites choice of each of ids that exists
+// (exact match); absent ids are not registered.
+func (r *UserRepo) GroupInvites(ctx context.Context, ids []string) (map[string]domain.GroupInvites, error) {
+	out := make(map[string]domain.GroupInvites, len(ids))
+	for start := 0; start < len(ids); start += existingChunk {
+		chunk := ids[start:min(start+existingChunk, len(ids))]
+		var rows []userRow
+		err := r.db.Gorm.WithContext(ctx).Select("id", "group_invites").Where("id IN ?", chunk).Find(&rows).Error
+		if err != nil {
+			return nil, fmt.Errorf("group_invites of %d users: %w", len(chunk), err)
+		}
+		for _, row := range rows {
+			out[row.ID] = domain.GroupInvites(row.GroupInvites).OrDefault()
+		}
+	}
+	return out, nil
 }
 
 // Nicknames returns the nickname of each of ids that exists (exact match).

@@ -51,7 +51,7 @@ func TestUserRepoContract(t *testing.T) {
 			}
 
 			newNick := "Alice"
-			updated, err := repo.Update(ctx, "alice", &newNick, nil)
+			updated, err := repo.Update(ctx, "alice", store.UserUpdate{Nickname: &newNick})
 			if err != nil {
 				t.Fatalf("update nickname: %v", err)
 			}
@@ -59,15 +59,32 @@ func TestUserRepoContract(t *testing.T) {
 				t.Fatalf("after nickname update: %+v", updated)
 			}
 			empty := ""
-			updated, err = repo.Update(ctx, "alice", nil, &empty)
+			updated, err = repo.Update(ctx, "alice", store.UserUpdate{Avatar: &empty})
 			if err != nil || updated.Avatar != "" || updated.Nickname != "Alice" || updated.PasswordHash != "h1" {
 				t.Fatalf("after clearing avatar: %+v, %v", updated, err)
 			}
-			if _, err := repo.Update(ctx, "nobody", &newNick, nil); !errors.Is(err, domain.ErrUserNotFound) {
+			if _, err := repo.Update(ctx, "nobody", store.UserUpdate{Nickname: &newNick}); !errors.Is(err, domain.ErrUserNotFound) {
 				t.Fatalf("update unknown: got %v, want ErrUserNotFound", err)
 			}
-			if _, err := repo.Update(ctx, "ALICE", &newNick, nil); !errors.Is(err, domain.ErrUserNotFound) {
+			if _, err := repo.Update(ctx, "ALICE", store.UserUpdate{Nickname: &newNick}); !errors.Is(err, domain.ErrUserNotFound) {
 				t.Fatalf("update case variant: got %v, want ErrUserNotFound", err)
+			}
+
+			// group_invites: everyone until chosen otherwise.
+			if created.GroupInvites != domain.InvitesEveryone {
+				t.Fatalf("new user's group_invites %q, want everyone", created.GroupInvites)
+			}
+			nobody := domain.InvitesNobody
+			updated, err = repo.Update(ctx, "alice", store.UserUpdate{GroupInvites: &nobody})
+			if err != nil || updated.GroupInvites != domain.InvitesNobody || updated.Nickname != "Alice" {
+				t.Fatalf("after group_invites update: %+v, %v", updated, err)
+			}
+			if _, err := repo.Create(ctx, domain.User{ID: "bob", Nickname: "Bob", GroupInvites: domain.InvitesSharedGroups}); err != nil {
+				t.Fatal(err)
+			}
+			choices, err := repo.GroupInvites(ctx, []string{"alice", "bob", "ghost"})
+			if err != nil || len(choices) != 2 || choices["alice"] != domain.InvitesNobody || choices["bob"] != domain.InvitesSharedGroups {
+				t.Fatalf("GroupInvites = %v, %v", choices, err)
 			}
 		})
 	}

@@ -132,6 +132,7 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 	}{
 		{"storage", a.openStorage},
 		{"migrations", a.migrate},
+		{"deployment check", a.bindDeployment},
 		{"auth", a.buildAuth},
 		{"listener", a.listen},
 		{"cluster membership", a.buildMembership},
@@ -358,7 +359,7 @@ func (a *App) buildGateway(context.Context) error {
 		return err
 	}
 	a.accounts = account.NewService(account.Deps{
-		Users: a.users, Passwords: a.passwords, Tokens: auth.AccountTokens{Issuer: a.issuer}, Store: a.tokens,
+		Users: a.users, Contacts: store.NewContacts(a.db), Passwords: a.passwords, Tokens: auth.AccountTokens{Issuer: a.issuer}, Store: a.tokens,
 		Sessions: hubSessions{a}, Limits: limits.NewAccounts(a.limiter, a.cfg.Limits), Auth: a.cfg.Auth,
 		RegistrationClosed: !a.cfg.RegistrationIsOpen(),
 	})

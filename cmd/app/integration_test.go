@@ -127,11 +127,27 @@ func TestServerAPIEndToEnd(t *testing.T) {
 		list[1].(map[string]any)["online"] != false {
 		t.Fatalf("api presence: %v", p)
 	}
-	mustAPI(t, "POST", base+"/api/user/create", `{"user_id":"stranger","nickname":"s"}`)
+	mustAPI(t, "POST", base+"/api/user/create", `{"user_id":"stranger","nickname":"s","group_invites":"nobody"}`)
 	code, env := call(t, "GET", base+"/user/presence?user_ids=bob,stranger", "", aliceTok)
 	plist, _ := envData(env)["presence"].([]any)
 	if code != 200 || len(plist) != 1 || plist[0].(map[string]any)["user_id"] != "bob" || plist[0].(map[string]any)["online"] != true {
 		t.Fatalf("user presence: %d %v", code, env)
+	}
+	// group_invites through the server API: the stranger's choice is kept
+	// and holds for the app's backend too; /user/info shows alice bob (a
+	// shared group), not the stranger.
+	if d := mustAPI(t, "GET", base+"/api/user/get?user_id=stranger", ""); d["group_invites"] != "nobody" {
+		t.Fatalf("api get: %v", d)
+	}
+	if code, env := serverAPI(t, "POST", base+"/api/group/invite", fmt.Sprintf(`{"op_user_id":"alice","group_id":%q,"user_ids":["stranger"]}`, g["group_id"])); code != 403 || env["err_msg"] != "forbidden" {
+		t.Fatalf("inviting a user who accepts nobody: %d %v", code, env)
+	}
+	if d := mustAPI(t, "POST", base+"/api/user/update", `{"user_id":"stranger","group_invites":"everyone"}`); d["group_invites"] != "everyone" {
+		t.Fatalf("api update: %v", d)
+	}
+	mustAPI(t, "POST", base+"/api/group/invite", fmt.Sprintf(`{"op_user_id":"alice","group_id":%q,"user_ids":["stranger"]}`, g["group_id"]))
+	if code, env := call(t, "GET", base+"/user/info?user_id=bob", "", aliceTok); code != 200 || envData(env)["nickname"] != "Nick bob" {
+		t.Fatalf("alice reads bob's profile: %d %v", code, env)
 	}
 
 	// Typing reaches the other member and is never stored.

@@ -178,6 +178,8 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	a.chat, a.members = svc, members
 	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,
+		Shared: store.NewContacts(a.db), Added: limits.NewAdded(a.limiter, limits.Rule{Rate: a.cfg.Limits.GroupAdded.Rate,
+			Period: a.cfg.Limits.GroupAdded.Period, Burst: a.cfg.Limits.GroupAdded.Burst}),
 		Locks: groupCache, Notifier: svc, Log: a.log, Registry: a.metrics})
 	invites := limits.NewInvites(a.limiter, limits.Rule{Rate: a.cfg.Limits.GroupInvite.Rate,
 		Period: a.cfg.Limits.GroupInvite.Period, Burst: a.cfg.Limits.GroupInvite.Burst})

@@ -18,7 +18,10 @@ import (
 // mounted with mountOps (thru's /debug/pprof) — on their own listener when
 // metrics.addr is set (e.g. 127.0.0.1:9090, never exposed publicly), else
 // on the main listener. metrics.token, when set, is required on either as
-// "Authorization: Bearer <token>" (docs/security.md).
+// "Authorization: Bearer <token>" (docs/security.md). Outside the embedded
+// mode, with neither set, they are not served at all: the main listener is
+// public, and what they show (traffic, users online, Redis memory) is the
+// operator's.
 func (a *App) buildOps(context.Context) error {
 	if a.cfg.Metrics.Addr != "" {
 		ln, err := net.Listen("tcp", a.cfg.Metrics.Addr)
@@ -50,8 +53,8 @@ func (a *App) buildOps(context.Context) error {
 				}
 				return nil
 			}})
-	} else if a.cfg.Metrics.Token == "" && !a.embedded {
-		a.log.Warn("/metrics is public on the main listener: set metrics.addr (a private listener) or metrics.token (NEXO_METRICS_ADDR, NEXO_METRICS_TOKEN)")
+	} else if a.opsOff() {
+		a.log.Info("/metrics is not served: outside the embedded mode it needs metrics.addr (a private listener, e.g. 127.0.0.1:9090) or metrics.token (NEXO_METRICS_ADDR, NEXO_METRICS_TOKEN; docs/operations.md)")
 	}
 	a.metrics.MustRegister(newRedisMemoryCollector(a.rdb))
 	a.mountOps("/metrics", promhttp.HandlerFor(a.metrics, promhttp.HandlerOpts{}))
@@ -64,6 +67,9 @@ func (a *App) buildOps(context.Context) error {
 // becomes a Hertz catch-all). Either way metrics.token, when set, guards it.
 // Call it after buildOps, before Run.
 func (a *App) mountOps(path string, h http.Handler) {
+	if a.opsOff() {
+		h = http.HandlerFunc(opsDisabled)
+	}
 	h = a.opsAuth(h)
 	if a.opsMux != nil {
 		a.opsMux.Handle(path, h)
@@ -74,6 +80,20 @@ func (a *App) mountOps(path string, h http.Handler) {
 		route = path + "*rest"
 	}
 	a.server.Route("GET", route, adaptor.HertzHandler(h), false)
+}
+
+// opsOff reports whether the operator routes are not served: outside the
+// embedded mode with neither metrics.addr nor metrics.token.
+func (a *App) opsOff() bool {
+	return !a.embedded && a.cfg.Metrics.Addr == "" && a.cfg.Metrics.Token == ""
+}
+
+// opsDisabled answers an operator route that is not served (opsOff) with
+// 404 not_found, saying how to turn it on.
+func opsDisabled(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(http.StatusNotFound)
+	_, _ = w.Write([]byte(`{"err_code":1300,"err_msg":"not_found","data":{"reason":"not_found","detail":"operator routes are not served on the public listener: set metrics.addr (a private listener) or metrics.token (docs/operations.md)"}}`))
 }
 
 // opsAuth requires "Authorization: Bearer <metrics.token>" when a token is

@@ -22,9 +22,11 @@ func get(t *testing.T, url, token string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
-// TestMetricsProtection (issue 13 #12): with metrics.addr, /metrics is
-// served there and no longer on the public listener; with metrics.token it
-// needs the bearer token.
+// TestMetricsProtection: with metrics.addr, /metrics is served there and
+// no longer on the public listener; with metrics.token it needs the bearer
+// token; with neither, the embedded mode serves it on the main listener
+// and a deployment on MySQL and Redis does not serve it at all, and says
+// at start how to turn it on.
 func TestMetricsProtection(t *testing.T) {
 	t.Parallel()
 	t.Run("separate listener", func(t *testing.T) {
@@ -38,6 +40,25 @@ func TestMetricsProtection(t *testing.T) {
 		code, body := get(t, "http://"+a.OpsAddr()+"/metrics", "")
 		if code != 200 || !strings.Contains(body, "go_goroutines") {
 			t.Fatalf("private /metrics: %d %.200s", code, body)
+		}
+	})
+	t.Run("embedded default", func(t *testing.T) {
+		t.Parallel()
+		_, base := startAppValue(t, embeddedConfig(t))
+		if code, body := get(t, base+"/metrics", ""); code != 200 || !strings.Contains(body, "go_goroutines") {
+			t.Fatalf("embedded /metrics: %d %.200s", code, body)
+		}
+	})
+	t.Run("production default", func(t *testing.T) {
+		t.Parallel()
+		cfg := realConfig(t)
+		base, logs, _ := startApp(t, cfg)
+		code, body := get(t, base+"/metrics", "")
+		if code != 404 || !strings.Contains(body, "not_found") || !strings.Contains(body, "metrics.token") {
+			t.Fatalf("/metrics without metrics.addr or metrics.token: %d %.300s", code, body)
+		}
+		if !strings.Contains(logs.String(), "/metrics is not served") || !strings.Contains(logs.String(), "NEXO_METRICS_TOKEN") {
+			t.Fatalf("the start-up log does not say how to serve /metrics:\n%s", logs)
 		}
 	})
 	t.Run("token", func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -25,6 +26,25 @@ type api struct {
 	// balancer in front).
 	bases []string
 	hc    *http.Client
+	// metricsToken is sent with every /metrics scrape: the server's
+	// metrics.token (metricsTokenFromEnv).
+	metricsToken string
+}
+
+// benchMetricsToken is metrics.token of the in-process servers (benchEnv):
+// a server outside the embedded mode serves /metrics only with a token or
+// on a private listener, and the bench reads its memory and cluster
+// series there. Not a secret: those servers listen on 127.0.0.1.
+const benchMetricsToken = "nexo-bench-metrics-token"
+
+// metricsTokenFromEnv is the token to scrape /metrics with: the bench's
+// NEXO_METRICS_TOKEN (a server under test elsewhere, or in-process servers
+// given their own), else benchMetricsToken.
+func metricsTokenFromEnv() string {
+	if tok := os.Getenv("NEXO_METRICS_TOKEN"); tok != "" {
+		return tok
+	}
+	return benchMetricsToken
 }
 
 // newAPI returns a client for baseURL (http:// or https://), or for a
@@ -47,7 +67,7 @@ func newAPI(baseURL string) *api {
 		MaxIdleConnsPerHost: 256,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	return &api{base: bases[0], bases: bases, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}}
+	return &api{base: bases[0], bases: bases, hc: &http.Client{Transport: tr, Timeout: 30 * time.Second}, metricsToken: metricsTokenFromEnv()}
 }
 
 // apiError is a failed call: the HTTP status and the envelope's reason.
@@ -235,6 +255,7 @@ func (a *api) serverMemory(ctx context.Context) (m serverMem, ok bool) {
 	if err != nil {
 		return m, false
 	}
+	req.Header.Set("Authorization", "Bearer "+a.metricsToken)
 	resp, err := a.hc.Do(req)
 	if err != nil {
 		return m, false
@@ -286,6 +307,7 @@ func (a *api) metricSeries(ctx context.Context, prefix string) map[string]float6
 	if err != nil {
 		return out
 	}
+	req.Header.Set("Authorization", "Bearer "+a.metricsToken)
 	resp, err := a.hc.Do(req)
 	if err != nil {
 		return out

@@ -53,7 +53,8 @@ type inProcessServer struct {
 // a fresh Redis key prefix per process so runs never share state, cheap
 // bcrypt (the bench logs in thousands of sessions; login cost is not what
 // it measures), no per-user rate limit (the bench sends faster than a
-// person), an ephemeral port.
+// person), an ephemeral port, a metrics.token the bench scrapes /metrics
+// with.
 func benchEnv(so serverOptions, prefix string) []string {
 	secret := make([]byte, 32)
 	_, _ = rand.Read(secret)
@@ -75,6 +76,7 @@ func benchEnv(so serverOptions, prefix string) []string {
 		"NEXO_LIMITS_REGISTER_IP_RATE=0",
 		"NEXO_HTTP_MAX_CONNS_PER_IP=0",
 		"NEXO_LOG_LEVEL=warn",
+		"NEXO_METRICS_TOKEN=" + benchMetricsToken, // read by the bench's scrapes (api.metricsToken)
 		"NEXO_STREAMS_CONSUMER_NAME=nexo-bench",
 	}
 }
@@ -161,6 +163,16 @@ func prepareDatabase(ctx context.Context, dsn string, fresh bool) error {
 	}
 	if _, err := db.ExecContext(ctx, "CREATE DATABASE IF NOT EXISTS `"+name+"` CHARACTER SET utf8mb4 COLLATE utf8mb4_unicode_ci"); err != nil {
 		return fmt.Errorf("create database %s (is MariaDB running? --mysql-dsn): %w", name, err)
+	}
+	// A server refuses a database bound to another redis.key_prefix
+	// (docs/operations.md, "One database, one key prefix"). The bench
+	// knowingly gives each of its servers a fresh prefix on this one
+	// database, each with users of its own, so it lets go of the binding
+	// before each start (the table is missing before the first).
+	_, err = db.ExecContext(ctx, "UPDATE `"+name+"`.deployment SET key_prefix = ''")
+	var me *mysql.MySQLError
+	if err != nil && !(errors.As(err, &me) && me.Number == 1146) {
+		return fmt.Errorf("release database %s from its key prefix: %w", name, err)
 	}
 	return nil
 }

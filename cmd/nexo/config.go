@@ -2,28 +2,51 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/nexo-im/nexo/cmd/app"
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/store"
 )
 
+// deploymentCheckTimeout bounds config check's look at the database and
+// Redis.
+const deploymentCheckTimeout = 10 * time.Second
+
 // configCheckCmd prints the effective configuration (defaults, file,
-// environment) as YAML with secrets masked. Reaching it means the
-// configuration validated: cli reports every error first, with status 2.
-func configCheckCmd(_ context.Context, inv invocation) error {
+// environment) as YAML with secrets masked, after a line saying whether
+// the database and redis.key_prefix belong to each other
+// (app.CheckDeployment). Reaching it means the configuration validated:
+// cli reports every error first, with status 2. Two deployments' database
+// and prefix fail it (status 1); a database or Redis out of reach is
+// reported and does not.
+func configCheckCmd(ctx context.Context, inv invocation) error {
 	out, err := inv.cfg.MaskedYAML()
 	if err != nil {
 		return err
 	}
-	if _, err := inv.stdout.Write([]byte("# nexo config check: valid; the effective configuration, secrets masked\n")); err != nil {
+	status, deployErr := app.CheckDeployment(ctx, inv.cfg, deploymentCheckTimeout)
+	line := "# deployment: " + status
+	switch {
+	case errors.Is(deployErr, store.ErrOtherDeployment):
+		line = "# deployment: REFUSED: the database and redis.key_prefix belong to different deployments (the error names them); nexo serve would not start"
+	case deployErr != nil:
+		line = "# deployment: not checked (" + strings.ReplaceAll(deployErr.Error(), "\n", " ") + ")"
+		deployErr = nil
+	}
+	if _, err := fmt.Fprintf(inv.stdout, "# nexo config check: valid; the effective configuration, secrets masked\n%s\n", line); err != nil {
 		return err
 	}
-	_, err = inv.stdout.Write(out)
-	return err
+	if _, err = inv.stdout.Write(out); err != nil {
+		return err
+	}
+	return deployErr
 }
 
 // switchKeys are the two-phase switches SIGHUP reloads.

@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
 )
 
@@ -80,5 +83,60 @@ func TestEnvPinnedSwitchesWarn(t *testing.T) {
 	}
 	if got := pinnedSwitches([]string{"NEXO_HTTP_ADDR=:1"}); len(got) != 0 {
 		t.Errorf("pinned without switch variables = %v", got)
+	}
+}
+
+// TestConfigCheckReportsDeployment: config check says whether the
+// database and redis.key_prefix belong to each other, writing nothing:
+// not recorded before the first start, bound after it, refused (status 1,
+// naming both prefixes) for another prefix on the database, and not
+// checked (status 0) when Redis is out of reach.
+func TestConfigCheckReportsDeployment(t *testing.T) {
+	t.Parallel()
+	dsn := storetest.MySQLDSN(t)
+	rdb, prefix := storetest.Redis(t)
+	env := func(redisAddr, prefix string) []string {
+		return []string{"NEXO_MYSQL_DSN=" + dsn, "NEXO_REDIS_ADDR=" + redisAddr, "NEXO_REDIS_KEY_PREFIX=" + prefix, "NEXO_JWT_SECRET=" + validSecret}
+	}
+	addr := rdb.Options().Addr
+	code, stdout, stderr := runCLI(t, env(addr, prefix), "config", "check")
+	if code != exitOK || !strings.Contains(stdout, "\n# deployment: ") || !strings.Contains(stdout, "not recorded yet") {
+		t.Fatalf("before the first start: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if n, _ := rdb.Exists(context.Background(), store.Keys{Prefix: prefix}.Deployment()).Result(); n != 0 {
+		t.Fatal("config check recorded the deployment")
+	}
+
+	// The first start, as serve does it.
+	ctx := context.Background()
+	mcfg := configs.Default().MySQL
+	mcfg.DSN = dsn
+	db, err := store.OpenMySQL(ctx, mcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.BindDeployment(ctx, db, rdb, store.Keys{Prefix: prefix}); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr = runCLI(t, env(addr, prefix), "config", "check")
+	if code != exitOK || !strings.Contains(stdout, "belong to each other") {
+		t.Fatalf("after the first start: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	other := prefix + "-other"
+	t.Cleanup(func() { storetest.DeletePrefix(rdb, other) })
+	code, stdout, stderr = runCLI(t, env(addr, other), "config", "check")
+	if code != exitFailure || !strings.Contains(stdout, "REFUSED") || !strings.Contains(stdout, "redis:") ||
+		!strings.Contains(stderr, `belongs to redis.key_prefix \"`+prefix+`\"`) || !strings.Contains(stderr, `uses redis.key_prefix \"`+other+`\"`) {
+		t.Fatalf("another prefix on the database: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+
+	code, stdout, stderr = runCLI(t, env("127.0.0.1:1", prefix), "config", "check")
+	if code != exitOK || !strings.Contains(stdout, "# deployment: not checked") {
+		t.Fatalf("Redis out of reach: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

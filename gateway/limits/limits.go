@@ -53,6 +53,7 @@ func (r Rule) limit() redis_rate.Limit {
 // Limiter checks Rules against Redis. It is safe for concurrent use.
 type Limiter struct {
 	rl     *redis_rate.Limiter
+	rdb    redis.UniversalClient // for chargeScript
 	prefix string
 	log    *slog.Logger
 	now    func() time.Time
@@ -80,7 +81,7 @@ func New(rdb redis.UniversalClient, keyPrefix string, reg prometheus.Registerer,
 		log = slog.New(slog.DiscardHandler)
 	}
 	l := &Limiter{
-		rl: redis_rate.NewLimiter(rdb), prefix: keyPrefix + ":rl:", log: log, now: time.Now, seed: maphash.MakeSeed(),
+		rl: redis_rate.NewLimiter(rdb), rdb: rdb, prefix: keyPrefix + ":rl:", log: log, now: time.Now, seed: maphash.MakeSeed(),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "rate_limited_total",
 			Help: "Requests refused with too_many_requests, by limit (user, login_ip, login_account, register_ip, group_invite).",

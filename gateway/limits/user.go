@@ -1,6 +1,13 @@
 package limits
 
-import "context"
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nexo-im/nexo/gateway/wire"
+)
 
 // KindUser is the per-user request limit's name (metrics label, key part).
 const KindUser = "user"
@@ -50,4 +57,42 @@ func (v *Invites) AllowInvites(ctx context.Context, userID string, n int) error 
 		return nil
 	}
 	return v.l.AllowN(ctx, KindGroupInvite, userID, v.rule, n)
+}
+
+// KindGroupAdded is the limit on how often one user is added to groups by
+// others (metrics label, key part).
+const KindGroupAdded = "group_added"
+
+// Added is the per-user limit on being added to groups by someone else
+// (limits.group_added), whoever adds them, on every instance: one account,
+// or many, cannot put the same stranger into hundreds of groups. It
+// implements group.AddedLimit.
+type Added struct {
+	l    *Limiter
+	rule Rule
+}
+
+// NewAdded returns the limit; a rule with rate 0 disables it.
+func NewAdded(l *Limiter, rule Rule) *Added { return &Added{l: l, rule: rule} }
+
+// AllowAdded counts one add of each of userIDs, in order: nil, or
+// too_many_requests with RetryAfter naming the limit and the first user
+// over it (the users before it stay counted).
+func (a *Added) AllowAdded(ctx context.Context, userIDs []string) error {
+	if a == nil {
+		return nil
+	}
+	for _, id := range userIDs {
+		if err := a.l.Allow(ctx, KindGroupAdded, id, a.rule); err != nil {
+			var we *wire.Error
+			if errors.As(err, &we) && we.Reason == wire.ReasonTooManyRequests {
+				refused := *we
+				refused.Detail = fmt.Sprintf("%s was added to groups too often lately (limits.group_added); retry in %s",
+					id, we.RetryAfter.Round(time.Second))
+				return &refused
+			}
+			return err
+		}
+	}
+	return nil
 }

@@ -96,7 +96,7 @@ func newAccountEnv(t testing.TB, extra ...func(*accountWiring)) *accountEnv {
 	}
 	w := accountWiring{
 		gw: gateway.Deps{HTTP: cfg.HTTP, Logger: slog.New(slog.DiscardHandler), Verifier: verifier},
-		acct: account.Deps{Users: store.NewUserRepo(db), Passwords: passwords, Tokens: auth.AccountTokens{Issuer: issuer},
+		acct: account.Deps{Users: store.NewUserRepo(db), Contacts: store.NewContacts(db), Passwords: passwords, Tokens: auth.AccountTokens{Issuer: issuer},
 			Store: tokens, Sessions: e.logout, Auth: cfg.Auth},
 		tokens: tokens,
 	}

@@ -8,16 +8,18 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
 )
 
 type profileAnswer struct {
-	UserID    string `json:"user_id"`
-	Nickname  string `json:"nickname"`
-	Avatar    string `json:"avatar"`
-	CreatedAt int64  `json:"created_at"`
-	UpdatedAt int64  `json:"updated_at"`
+	UserID       string `json:"user_id"`
+	Nickname     string `json:"nickname"`
+	Avatar       string `json:"avatar"`
+	CreatedAt    int64  `json:"created_at"`
+	UpdatedAt    int64  `json:"updated_at"`
+	GroupInvites string `json:"group_invites"`
 }
 
 // TestUserAndAuthFlow walks register → login → info → update → refresh →
@@ -86,6 +88,23 @@ func TestUserAndAuthFlow(t *testing.T) {
 	if raw := r.raw; strings.Contains(raw, "password") {
 		t.Fatalf("info leaks the password hash: %s", raw)
 	}
+	if p.GroupInvites != "everyone" {
+		t.Fatalf("own group_invites %q, want everyone", p.GroupInvites)
+	}
+	// Someone alice shares nothing with reads as an unknown user, word for
+	// word: /user/info does not tell whether a user_id exists.
+	stranger := e.do(t, "GET", "/user/info?user_id="+bob, "", tok.Token)
+	ghost := e.do(t, "GET", "/user/info?user_id="+strings.Replace(bob, bob[:8], "00000000", 1), "", tok.Token)
+	expectErr(t, stranger, wire.ReasonUserNotFound, "")
+	expectErr(t, ghost, wire.ReasonUserNotFound, "")
+	if strings.ReplaceAll(withoutRequestID(stranger), bob, "X") != strings.ReplaceAll(withoutRequestID(ghost), strings.Replace(bob, bob[:8], "00000000", 1), "X") {
+		t.Fatalf("a stranger and an unknown user answer differently:\n%s\n%s", stranger.raw, ghost.raw)
+	}
+	// Once they share a group, bob's public profile shows.
+	if _, err := store.NewGroupRepo(e.db).Create(ctx, domain.Group{ID: "g-" + bob, Name: "team", CreatorUserID: "alice", OwnerUserID: "alice", JoinPolicy: "open"},
+		[]domain.GroupMember{{UserID: "alice", RoleLevel: domain.RoleOwner, JoinSeq: 1}, {UserID: bob, RoleLevel: domain.RoleMember, JoinSeq: 1}}); err != nil {
+		t.Fatal(err)
+	}
 	r = e.do(t, "GET", "/user/info?user_id="+bob, "", tok.Token)
 	expectOK(t, r)
 	// Another user's profile has the public fields only.
@@ -106,6 +125,12 @@ func TestUserAndAuthFlow(t *testing.T) {
 	}
 	r = e.do(t, "PUT", "/user/update", `{"avatar":""}`, tok.Token)
 	expectOK(t, r)
+	r = e.do(t, "PUT", "/user/update", `{"group_invites":"shared_groups"}`, tok.Token)
+	expectOK(t, r)
+	if r.decode(t, &p); p.GroupInvites != "shared_groups" || p.Nickname != "Alice L." {
+		t.Fatalf("after the group_invites update %+v", p)
+	}
+	expectErr(t, e.do(t, "PUT", "/user/update", `{"group_invites":"friends"}`, tok.Token), wire.ReasonBadRequest, "group_invites")
 	if got, _ := users.Get(ctx, "alice"); got.Nickname != "Alice L." || got.Avatar != "" || got.PasswordHash != stored.PasswordHash {
 		t.Fatalf("stored after updates %+v", got)
 	}

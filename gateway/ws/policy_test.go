@@ -180,7 +180,8 @@ func TestTokenExpiryWhileConnected(t *testing.T) {
 // TestRateLimit: the per-user limit lives in Redis, so it is shared by a
 // user's connections on two instances and survives a reconnect (issue 11
 // #6); a refused request is answered under its own req_identifier with
-// too_many_requests and retry_after_ms, and the connection stays open.
+// too_many_requests and retry_after_ms, and the connection stays open. The
+// application-level ping does not count.
 func TestRateLimit(t *testing.T) {
 	rdb, prefix := storetest.Redis(t)
 	t.Cleanup(func() { storetest.DeletePrefix(rdb, "rate:"+prefix) })
@@ -192,6 +193,12 @@ func TestRateLimit(t *testing.T) {
 	installTestHandlers(e1.srv)
 	installTestHandlers(e2.srv)
 	c1 := e1.dial("alice", 5)
+	for range 5 {
+		c1.send("ping")
+		if b := c1.nextRaw(5 * time.Second); string(b) != "pong" {
+			t.Fatalf("app ping answered %q", b)
+		}
+	}
 	c1.request(reqEcho, "1", `{}`)
 	c1.request(reqEcho, "2", `{}`)
 	c1.next()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
 )
 
 // The operations of this file are the app backend's (the server API,
@@ -19,10 +20,13 @@ type UserJSON struct {
 	Disabled  bool   `json:"disabled"`
 	CreatedAt int64  `json:"created_at"`
 	UpdatedAt int64  `json:"updated_at"`
+	// GroupInvites is who may add the user to groups (ProfileJSON).
+	GroupInvites domain.GroupInvites `json:"group_invites"`
 }
 
 func userJSON(u domain.User) UserJSON {
-	return UserJSON{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar, Disabled: u.Disabled, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt}
+	return UserJSON{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar, Disabled: u.Disabled, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
+		GroupInvites: u.GroupInvites.OrDefault()}
 }
 
 // CreateUserRequest is the body of POST /api/user/create. Password is
@@ -33,6 +37,8 @@ type CreateUserRequest struct {
 	Nickname string `json:"nickname"`
 	Avatar   string `json:"avatar"`
 	Password string `json:"password"`
+	// GroupInvites is optional: everyone when absent.
+	GroupInvites *domain.GroupInvites `json:"group_invites"`
 }
 
 // Validate checks the fields' shapes.
@@ -40,7 +46,7 @@ func (r *CreateUserRequest) Validate() error {
 	if err := domain.CheckID("user_id", r.UserID); err != nil {
 		return err
 	}
-	if err := checkProfile(&r.Nickname, &r.Avatar); err != nil {
+	if err := checkProfile(&r.Nickname, &r.Avatar, r.GroupInvites); err != nil {
 		return err
 	}
 	if r.Password != "" {
@@ -52,9 +58,10 @@ func (r *CreateUserRequest) Validate() error {
 // UpdateUserRequest is the body of POST /api/user/update; absent fields
 // stay.
 type UpdateUserRequest struct {
-	UserID   string  `json:"user_id"`
-	Nickname *string `json:"nickname"`
-	Avatar   *string `json:"avatar"`
+	UserID       string               `json:"user_id"`
+	Nickname     *string              `json:"nickname"`
+	Avatar       *string              `json:"avatar"`
+	GroupInvites *domain.GroupInvites `json:"group_invites"`
 }
 
 // Validate requires user_id and checks the given fields.
@@ -62,7 +69,7 @@ func (r *UpdateUserRequest) Validate() error {
 	if err := domain.CheckID("user_id", r.UserID); err != nil {
 		return err
 	}
-	return checkProfile(r.Nickname, r.Avatar)
+	return checkProfile(r.Nickname, r.Avatar, r.GroupInvites)
 }
 
 // UserRequest is the body of the server API routes that name one user.
@@ -94,6 +101,9 @@ func (r *TokenRequest) Validate() error {
 // refuses the tokens issued to the account it replaces.
 func (s *Service) CreateUser(ctx context.Context, req CreateUserRequest) (UserJSON, error) {
 	u := domain.User{ID: req.UserID, Nickname: req.Nickname, Avatar: req.Avatar}
+	if req.GroupInvites != nil {
+		u.GroupInvites = *req.GroupInvites
+	}
 	if req.Password != "" {
 		hash, err := s.passwords.Hash(req.Password)
 		if err != nil {
@@ -114,7 +124,7 @@ func (s *Service) CreateUser(ctx context.Context, req CreateUserRequest) (UserJS
 // UpdateUser changes req.UserID's profile as req (validated) says and
 // returns the user.
 func (s *Service) UpdateUser(ctx context.Context, req UpdateUserRequest) (UserJSON, error) {
-	u, err := s.users.Update(ctx, req.UserID, req.Nickname, req.Avatar)
+	u, err := s.users.Update(ctx, req.UserID, store.UserUpdate{Nickname: req.Nickname, Avatar: req.Avatar, GroupInvites: req.GroupInvites})
 	if err != nil {
 		return UserJSON{}, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
 )
 
 // Users is the user store (store.UserRepo). Create returns
@@ -23,7 +24,7 @@ import (
 type Users interface {
 	Create(ctx context.Context, u domain.User) (domain.User, error)
 	Get(ctx context.Context, id string) (domain.User, error)
-	Update(ctx context.Context, id string, nickname, avatar *string) (domain.User, error)
+	Update(ctx context.Context, id string, u store.UserUpdate) (domain.User, error)
 	SetPassword(ctx context.Context, id, hash string) error
 	SetDisabled(ctx context.Context, id string, disabled bool) (domain.User, error)
 	Delete(ctx context.Context, id string) error
@@ -102,10 +103,18 @@ type Limits interface {
 	LoginSucceeded(ctx context.Context, userID string)
 }
 
+// Contacts tells which users share a conversation or a group with a user
+// (store.Contacts): only those may see each other's profile.
+type Contacts interface {
+	Shared(ctx context.Context, userID string, ids []string) (map[string]bool, error)
+}
+
 // Deps are the service's collaborators. Limits may be nil (no limits);
-// every other interface is required.
+// Contacts nil shows nobody another user's profile; every other interface
+// is required.
 type Deps struct {
 	Users     Users
+	Contacts  Contacts
 	Passwords Passwords
 	Tokens    Tokens
 	Store     TokenStore
@@ -121,6 +130,7 @@ type Deps struct {
 // Service applies the account rules.
 type Service struct {
 	users     Users
+	contacts  Contacts
 	passwords Passwords
 	tokens    Tokens
 	store     TokenStore
@@ -132,7 +142,7 @@ type Service struct {
 
 // NewService returns the service on d.
 func NewService(d Deps) *Service {
-	return &Service{users: d.Users, passwords: d.Passwords, tokens: d.Tokens, store: d.Store, sessions: d.Sessions,
+	return &Service{users: d.Users, contacts: d.Contacts, passwords: d.Passwords, tokens: d.Tokens, store: d.Store, sessions: d.Sessions,
 		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed}
 }
 
@@ -144,16 +154,22 @@ func checkPlatform(field string, p int) error {
 	return nil
 }
 
-// checkProfile applies the length rules to the profile fields given (nil:
-// not given); a nickname is required when given.
-func checkProfile(nickname, avatar *string) error {
+// checkProfile applies the rules of the profile fields given (nil: not
+// given): lengths, a nickname required when given, group_invites one of
+// its choices.
+func checkProfile(nickname, avatar *string, groupInvites *domain.GroupInvites) error {
 	if nickname != nil {
 		if err := domain.CheckLen("nickname", *nickname, 1, domain.MaxNicknameLen); err != nil {
 			return err
 		}
 	}
 	if avatar != nil {
-		return domain.CheckLen("avatar", *avatar, 0, domain.MaxAvatarLen)
+		if err := domain.CheckLen("avatar", *avatar, 0, domain.MaxAvatarLen); err != nil {
+			return err
+		}
+	}
+	if groupInvites != nil && !groupInvites.Valid() {
+		return domain.BadField("group_invites", "must be everyone, shared_groups or nobody")
 	}
 	return nil
 }

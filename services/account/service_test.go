@@ -11,6 +11,7 @@ import (
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
 )
 
 // The HTTP flows (register, login, refresh, password change, limits on
@@ -35,13 +36,16 @@ func (f *fakeUsers) Get(_ context.Context, id string) (domain.User, error) {
 	return u, nil
 }
 
-func (f *fakeUsers) Update(_ context.Context, id string, nickname, avatar *string) (domain.User, error) {
+func (f *fakeUsers) Update(_ context.Context, id string, up store.UserUpdate) (domain.User, error) {
 	u, err := f.Get(context.Background(), id)
-	if nickname != nil {
-		u.Nickname = *nickname
+	if up.Nickname != nil {
+		u.Nickname = *up.Nickname
 	}
-	if avatar != nil {
-		u.Avatar = *avatar
+	if up.Avatar != nil {
+		u.Avatar = *up.Avatar
+	}
+	if up.GroupInvites != nil {
+		u.GroupInvites = *up.GroupInvites
 	}
 	f.m[id] = u
 	return u, err
@@ -159,7 +163,7 @@ func TestRequestRules(t *testing.T) {
 		{"login platform", &LoginRequest{UserID: "u", Password: "p", PlatformID: 11}, "platform_id must be an OpenIM platform number 1–10"},
 		{"password same", &PasswordRequest{OldPassword: "plum-tart-9", NewPassword: "plum-tart-9"}, "new_password must differ from old_password"},
 		{"password common", &PasswordRequest{OldPassword: "x", NewPassword: "12345678"}, "new_password is one of"},
-		{"update nothing", &UpdateRequest{}, "body must set nickname and/or avatar"},
+		{"update nothing", &UpdateRequest{}, "body must set nickname, avatar and/or group_invites"},
 		{"update", &UpdateRequest{Nickname: &nick}, ""},
 		{"api create", &CreateUserRequest{UserID: "u", Nickname: "n"}, ""},
 		{"api create no id", &CreateUserRequest{Nickname: "n"}, "user_id is required"},

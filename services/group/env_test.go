@@ -260,7 +260,7 @@ func newEnvTB(t testing.TB, tweak ...func(*configs.Config)) *env {
 // service returns a group service over the env's stores with notifier.
 func (e *env) service(n group.Notifier) *group.Service {
 	return group.NewService(group.Deps{Config: e.cfg.Group, Groups: e.repo, Users: e.users, Members: e.members,
-		Locks: e.cache, Notifier: n, Log: quiet})
+		Shared: store.NewContacts(e.db), Locks: e.cache, Notifier: n, Log: quiet})
 }
 
 // process returns member lookups of another process: its own local cache

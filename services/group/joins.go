@@ -22,7 +22,8 @@ import (
 // req.MemberIDs (caller excluded) as members; together they must reach
 // group.min_create_members. Everyone's join_seq is the seq of the creation
 // notification. Errors: bad_request (too few or too many users),
-// user_not_found (an unregistered member).
+// user_not_found (an unregistered member), forbidden (a member whose
+// group_invites refuses caller), too_many_requests (limits.group_added).
 func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) (GroupJSON, error) {
 	others := distinct(req.MemberIDs, caller)
 	if n := len(others) + 1; n < s.cfg.MinCreateMembers {
@@ -35,6 +36,9 @@ func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) 
 		return GroupJSON{}, domain.NewError(domain.ErrInvalidArgument, fmt.Sprintf("member_ids: a group has at most %d members (group.max_members; got %d)", s.cfg.MaxMembers, n))
 	}
 	if err := s.requireUsers(ctx, "member_ids", append([]string{caller}, others...)); err != nil {
+		return GroupJSON{}, err
+	}
+	if err := s.acceptedAdds(ctx, caller, "member_ids", others); err != nil {
 		return GroupJSON{}, err
 	}
 	id, err := uuid.NewV7()
@@ -125,7 +129,9 @@ func (s *Service) JoinWithMessage(ctx context.Context, caller, groupID, reqMsg s
 // active member may invite, or only owner and admins when the group's
 // invite_permission (else group.invite_permission) is admins. Errors: group_not_found,
 // group_dismissed, not_group_member / member_not_active (caller),
-// forbidden, user_not_found, bad_request (too many users).
+// forbidden (also for a user whose group_invites refuses caller),
+// user_not_found, bad_request (too many users), too_many_requests
+// (limits.group_added).
 func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (InviteResult, error) {
 	out := InviteResult{GroupID: req.GroupID, Invited: []MemberJSON{}, Skipped: []string{}}
 	ids := distinct(req.UserIDs, "")
@@ -160,6 +166,9 @@ func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (
 			} else {
 				add = append(add, id)
 			}
+		}
+		if err := s.acceptedAdds(ctx, caller, "user_ids", add); err != nil {
+			return err
 		}
 		if len(add) == 0 {
 			return nil

@@ -46,9 +46,25 @@ type Groups interface {
 	AnswerApplication(ctx context.Context, groupID, userID, handler string, result domain.ApplicationStatus) error
 }
 
-// Users tells which user IDs are registered (store.UserRepo).
+// Users tells which user IDs are registered and whom they let add them to
+// groups (store.UserRepo).
 type Users interface {
 	Existing(ctx context.Context, ids []string) (map[string]bool, error)
+	// GroupInvites returns the choice of each of ids that exists.
+	GroupInvites(ctx context.Context, ids []string) (map[string]domain.GroupInvites, error)
+}
+
+// SharedGroups tells which of ids are active members of a group userID is
+// an active member of (store.Contacts).
+type SharedGroups interface {
+	SharedGroups(ctx context.Context, userID string, ids []string) (map[string]bool, error)
+}
+
+// AddedLimit counts how often users are added to groups by someone else
+// (limits.Added, limits.group_added), shared by every instance: nil, or
+// too_many_requests with a retry-after naming the limit.
+type AddedLimit interface {
+	AllowAdded(ctx context.Context, userIDs []string) error
 }
 
 // Locker serializes the management operations of one group across
@@ -69,6 +85,8 @@ type Service struct {
 	cfg      configs.Group
 	groups   Groups
 	users    Users
+	shared   SharedGroups
+	added    AddedLimit
 	members  *Members
 	locks    Locker
 	notifier Notifier
@@ -76,11 +94,15 @@ type Service struct {
 	log      *slog.Logger
 }
 
-// Deps are the Service's collaborators; all are required except Registry.
+// Deps are the Service's collaborators; all are required except
+// Registry, Shared (nil: a user whose group_invites is shared_groups
+// accepts nobody) and Added (nil: no limit).
 type Deps struct {
 	Config   configs.Group
 	Groups   Groups
 	Users    Users
+	Shared   SharedGroups
+	Added    AddedLimit
 	Members  *Members
 	Locks    Locker
 	Notifier Notifier
@@ -90,7 +112,7 @@ type Deps struct {
 
 // NewService returns the group management service.
 func NewService(d Deps) *Service {
-	return &Service{cfg: d.Config, groups: d.Groups, users: d.Users, members: d.Members, locks: d.Locks,
+	return &Service{cfg: d.Config, groups: d.Groups, users: d.Users, shared: d.Shared, added: d.Added, members: d.Members, locks: d.Locks,
 		notifier: d.Notifier, metrics: newServiceMetrics(d.Registry), log: d.Log}
 }
 

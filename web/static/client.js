@@ -219,11 +219,15 @@ export class Client {
     } catch { /* shown by ID */ }
   }
 
-  /** startSingle opens (creating locally) the chat with userID, after checking the user exists. */
+  /**
+   * startSingle opens (creating locally) the chat with userID. Whether the
+   * user exists shows at the first send (user_not_found): /user/info answers
+   * only for users who already share a conversation or a group with us.
+   */
   async startSingle(userID) {
-    await this.api.get(`/user/info?user_id=${encodeURIComponent(userID)}`).then((u) => this.users.set(userID, u));
     const c = this.conv(singleConversationID(this.me, userID));
     await this.open(c);
+    this.ensureUser(userID);
     return c;
   }
 

@@ -51,3 +51,25 @@ func (v *Invites) AllowInvites(ctx context.Context, userID string, n int) error 
 	}
 	return v.l.AllowN(ctx, KindGroupInvite, userID, v.rule, n)
 }
+
+// KindSearch is the per-user search limit's name.
+const KindSearch = "search"
+
+// Searches is the per-user limit on searches (limits.search): every
+// message, user or group search counts one, on every instance.
+type Searches struct {
+	l    *Limiter
+	rule Rule
+}
+
+// NewSearches returns the search limit; a rule with rate 0 disables it.
+func NewSearches(l *Limiter, rule Rule) *Searches { return &Searches{l: l, rule: rule} }
+
+// AllowSearch counts one search of userID: nil, or too_many_requests with
+// RetryAfter.
+func (s *Searches) AllowSearch(ctx context.Context, userID string) error {
+	if s == nil || s.rule.Rate == 0 {
+		return nil
+	}
+	return s.l.AllowN(ctx, KindSearch, userID, s.rule, 1)
+}

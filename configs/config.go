@@ -32,6 +32,20 @@ type Config struct {
 	Webhooks  Webhooks  `koanf:"webhooks"`
 	Limits    Limits    `koanf:"limits"`
 	Metrics   Metrics   `koanf:"metrics"`
+	Search    Search    `koanf:"search"`
+}
+
+// Search configures message, user and group search (docs/search.md).
+type Search struct {
+	// Enabled indexes saved messages and serves the search routes. On
+	// MariaDB it needs the Mroonga engine (mariadb-plugin-mroonga): the
+	// server refuses to start without it.
+	Enabled bool `koanf:"enabled"`
+	// Timeout bounds one search, on the database too; past it the request
+	// fails with search_timeout.
+	Timeout time.Duration `koanf:"timeout"`
+	// IndexBatch is the most messages the indexing stage writes at once.
+	IndexBatch int `koanf:"index_batch"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -661,6 +675,9 @@ type Limits struct {
 	// DeadLetters refuses for a while the sends of a user whose messages
 	// keep being dead-lettered.
 	DeadLetters DeadLetters `koanf:"dead_letters"`
+	// Search counts one user's searches (messages, users, groups), on
+	// every instance.
+	Search Rate `koanf:"search"`
 	// GroupInvite counts the users one user adds to groups through
 	// /group/invite and /group/create (each added user is one event; more
 	// than burst at once is refused). The server API is not counted.
@@ -828,6 +845,8 @@ func Default() Config {
 			RegisterIP:   Rate{Rate: 20, Period: time.Hour, Burst: 20},
 			GroupInvite:  Rate{Rate: 500, Period: time.Hour, Burst: 500},
 			GroupAdded:   Rate{Rate: 30, Period: time.Hour, Burst: 30},
+			Search:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
 		},
+		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
 	}
 }

@@ -167,6 +167,8 @@ func (c *Config) Validate() error {
 		{oneOf(c.Webhooks.OfflinePush.Preview, "text", "none"), "webhooks.offline_push.preview", "allowed: text, none"},
 		{c.Webhooks.OfflinePush.PreviewChars >= 1, "webhooks.offline_push.preview_chars", "must be >= 1"},
 		{c.Cluster.DrainDelay >= 0 && c.Cluster.DrainDelay < c.HTTP.ShutdownTimeout, "cluster.drain_delay", "must be >= 0 and below http.shutdown_timeout"},
+		{c.Search.Timeout > 0, "search.timeout", "must be > 0"},
+		{c.Search.IndexBatch >= 1, "search.index_batch", "must be >= 1"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.DeadLetters.Count == 0 || c.Limits.DeadLetters.Count > 0 && c.Limits.DeadLetters.Window > 0 && c.Limits.DeadLetters.Block > 0,
@@ -176,7 +178,7 @@ func (c *Config) Validate() error {
 		key string
 		r   Rate
 	}{{"limits.login_ip", c.Limits.LoginIP}, {"limits.login_account", c.Limits.LoginAccount}, {"limits.register_ip", c.Limits.RegisterIP},
-		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}} {
+		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search}} {
 		checks = append(checks, struct {
 			ok       bool
 			key, msg string

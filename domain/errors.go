@@ -60,4 +60,6 @@ var (
 	ErrRevokeTimeout    = errors.New("revoke window has passed")
 	ErrMessageNotFound  = errors.New("message not found")
 	ErrSaveFailed       = errors.New("message could not be saved")
+	// ErrSearchTimeout: a search ran past search.timeout.
+	ErrSearchTimeout = errors.New("search timed out")
 )

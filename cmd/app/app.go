@@ -31,6 +31,7 @@ import (
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/services/presence"
+	"github.com/nexo-im/nexo/services/search"
 	"github.com/nexo-im/nexo/services/sync"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/streams"
@@ -102,8 +103,10 @@ type App struct {
 	presence *store.Presence
 
 	// Integration: set by buildMessaging and buildIntegration.
-	chat     *chat.Service
-	groups   *group.Service
+	chat   *chat.Service
+	groups *group.Service
+	// search is message, user and group search; nil when search.enabled is off.
+	search   *search.Service
 	members  *group.Members
 	realtime *presence.Realtime
 	// relay is the cluster's ws.Registry over ws: every push and session

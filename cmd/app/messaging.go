@@ -81,9 +81,14 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	if deadSenders != nil {
 		a.add(component{name: "dead-letter sender blocks", run: deadSenders.Run})
 	}
+	searchSvc, indexHook, err := a.buildSearch(ctx)
+	if err != nil {
+		return err
+	}
+	a.search = searchSvc
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, After: hooks.workerAfter(),
+		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook),
 		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
 	})
 	groupRepo := store.NewGroupRepo(a.db)
@@ -170,7 +175,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
-		Hook: hooks.beforeSend(), After: hooks.chatAfter(), DeadSenders: deadSenders,
+		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook), DeadSenders: deadSenders,
 	})
 	inflight := streams.NewInFlightReader(a.rdb, keys)
 	puller := chat.NewPuller(msgs, seqs, members, inflight)
@@ -185,6 +190,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		Period: a.cfg.Limits.GroupInvite.Period, Burst: a.cfg.Limits.GroupInvite.Burst})
 	routes.Group(a.server, groupSvc, a.cfg.HTTP.MaxBodyBytes, invites, a.log)
 	a.groups = groupSvc
+	a.registerSearch(searchSvc)
 
 	// Sync (docs/sync.md): cursors and receipts, newest seq,
 	// conversations, recall, offline resend.

@@ -72,6 +72,16 @@ type Added struct {
 	rule Rule
 }
 
+// KindSearch is the per-user search limit's name.
+const KindSearch = "search"
+
+// Searches is the per-user limit on searches (limits.search): every
+// message, user or group search counts one, on every instance.
+type Searches struct {
+	l    *Limiter
+	rule Rule
+}
+
 // NewAdded returns the limit; a rule with rate 0 disables it.
 func NewAdded(l *Limiter, rule Rule) *Added { return &Added{l: l, rule: rule} }
 
@@ -95,4 +105,16 @@ func (a *Added) AllowAdded(ctx context.Context, userIDs []string) error {
 		}
 	}
 	return nil
+}
+
+// NewSearches returns the search limit; a rule with rate 0 disables it.
+func NewSearches(l *Limiter, rule Rule) *Searches { return &Searches{l: l, rule: rule} }
+
+// AllowSearch counts one search of userID: nil, or too_many_requests with
+// RetryAfter.
+func (s *Searches) AllowSearch(ctx context.Context, userID string) error {
+	if s == nil || s.rule.Rate == 0 {
+		return nil
+	}
+	return s.l.AllowN(ctx, KindSearch, userID, s.rule, 1)
 }

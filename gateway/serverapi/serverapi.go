@@ -22,6 +22,7 @@ import (
 	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
+	"github.com/nexo-im/nexo/services/search"
 )
 
 // Users finds the recipient of a notification (store.UserRepo).
@@ -39,6 +40,9 @@ type Deps struct {
 	Groups   *group.Service
 	// Presence serves GET /api/presence (routes.Presence.API).
 	Presence app.HandlerFunc
+	// Search serves /api/msg/search, /api/user/search and
+	// /api/group/search; nil when search.enabled is off.
+	Search *search.Service
 	// SystemUserID is the sender of notifications sent "as the system".
 	SystemUserID string
 	MaxBody      int
@@ -84,6 +88,9 @@ func (a *API) Register(r routes.HTTP) {
 		g.Route(rt.method, rt.path, rt.h, false)
 	}
 	a.registerGroups(g)
+	if a.d.Search != nil {
+		routes.SearchServerAPI(g, a.d.Search, a.actingUser, a.d.Log)
+	}
 }
 
 // guarded mounts routes on r behind the apikey check.

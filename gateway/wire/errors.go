@@ -47,6 +47,7 @@ const (
 	ReasonInternalError         Reason = "internal_error"
 	ReasonServerBusy            Reason = "server_busy"
 	ReasonSaveFailed            Reason = "save_failed"
+	ReasonSearchTimeout         Reason = "search_timeout"
 	ReasonUserDisabled          Reason = "user_disabled"
 	ReasonMessageRejected       Reason = "message_rejected"
 )
@@ -93,6 +94,7 @@ var table = []Code{
 	{ReasonInternalError, 1500, 500},
 	{ReasonServerBusy, 1503, 503},
 	{ReasonSaveFailed, 1504, 500},
+	{ReasonSearchTimeout, 1505, 504},
 }
 
 var byReason = func() map[Reason]Code {
@@ -146,6 +148,7 @@ var domainReasons = []struct {
 	{domain.ErrRateLimited, ReasonTooManyRequests},
 	{domain.ErrServerBusy, ReasonServerBusy},
 	{domain.ErrSaveFailed, ReasonSaveFailed},
+	{domain.ErrSearchTimeout, ReasonSearchTimeout},
 }
 
 // Error is a wire error: a row of the table plus a human detail.

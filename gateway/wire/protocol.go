@@ -16,6 +16,9 @@ const (
 	// ReqAppState: {background}, the client went to the background (or
 	// came back); offline push then treats this connection as absent.
 	ReqAppState = 1104
+	// ReqSearchMsg: the body of POST /msg/search; the answer is its data
+	// (docs/search.md).
+	ReqSearchMsg = 1105
 )
 
 // Push identifiers, server -> client.

@@ -52,30 +52,28 @@ var searchDDL = map[SearchBackend][]string{
 	// indexes every two characters (CJK included), NormalizerAuto folds
 	// case and width.
 	SearchMroonga: {
-		`CREATE TABLE IF NOT EXISTS message_search (
-			conversation_id VARCHAR(256) NOT NULL, seq BIGINT NOT NULL,
-			session_type INT NOT NULL, sender_id VARCHAR(64) NOT NULL, recv_id VARCHAR(64) NOT NULL DEFAULT '',
-			group_id VARCHAR(64) NOT NULL DEFAULT '', msg_type INT NOT NULL, send_at BIGINT NOT NULL,
-			field VARCHAR(16) NOT NULL DEFAULT '', body TEXT NOT NULL,
-			PRIMARY KEY (conversation_id, seq),
-			KEY idx_send_at (send_at),
+		`CREATE TABLE IF NOT EXISTS message_search (` + mysqlSearchColumns + `
 			FULLTEXT INDEX ft_body (body) COMMENT 'tokenizer "TokenBigramSplitSymbolAlphaDigit", normalizer "NormalizerAuto"'
 		) ENGINE=Mroonga DEFAULT CHARSET=utf8mb4`,
 		searchStateDDL,
 	},
 	SearchNgram: {
-		`CREATE TABLE IF NOT EXISTS message_search (
-			conversation_id VARCHAR(256) NOT NULL, seq BIGINT NOT NULL,
-			session_type INT NOT NULL, sender_id VARCHAR(64) NOT NULL, recv_id VARCHAR(64) NOT NULL DEFAULT '',
-			group_id VARCHAR(64) NOT NULL DEFAULT '', msg_type INT NOT NULL, send_at BIGINT NOT NULL,
-			field VARCHAR(16) NOT NULL DEFAULT '', body TEXT NOT NULL,
-			PRIMARY KEY (conversation_id, seq),
-			KEY idx_send_at (send_at),
+		`CREATE TABLE IF NOT EXISTS message_search (` + mysqlSearchColumns + `
 			FULLTEXT KEY ft_body (body) WITH PARSER ngram
 		) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4`,
 		searchStateDDL,
 	},
 }
+
+// mysqlSearchColumns are message_search's columns and keys on MariaDB and
+// MySQL; each backend adds its full-text index and engine.
+const mysqlSearchColumns = `
+			conversation_id VARCHAR(256) NOT NULL, seq BIGINT NOT NULL,
+			session_type INT NOT NULL, sender_id VARCHAR(64) NOT NULL, recv_id VARCHAR(64) NOT NULL DEFAULT '',
+			group_id VARCHAR(64) NOT NULL DEFAULT '', msg_type INT NOT NULL, send_at BIGINT NOT NULL,
+			field VARCHAR(16) NOT NULL DEFAULT '', body TEXT NOT NULL,
+			PRIMARY KEY (conversation_id, seq),
+			KEY idx_send_at (send_at),`
 
 // searchStateDDL keeps the reindex command's progress (a message id per
 // run name), so an interrupted run resumes where it stopped.

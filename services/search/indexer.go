@@ -142,9 +142,8 @@ func (x *Indexer) EnsureGroup(ctx context.Context) error {
 
 // Run indexes until ctx is done, finishing the batch in hand.
 func (x *Indexer) Run(ctx context.Context) error {
-	if err := x.EnsureGroup(ctx); err != nil {
-		return err
-	}
+	// The consumer creates its group first, and a shutdown before that is
+	// a clean stop.
 	return x.consumer.Run(ctx, x.handle)
 }
 

@@ -14,13 +14,7 @@ import (
 // Migrate applies pending migrations to the configured database (MySQL, or
 // the embedded SQLite file) and prints what it applied to stdout.
 func Migrate(ctx context.Context, cfg configs.Config, logger *slog.Logger, stdout io.Writer) error {
-	var db *store.DB
-	var err error
-	if cfg.MySQL.DSN != "" {
-		db, err = store.OpenMySQL(ctx, cfg.MySQL)
-	} else {
-		db, err = store.OpenSQLite(ctx, cfg.SQLite.Path)
-	}
+	db, err := openDatabase(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -41,4 +35,13 @@ func Migrate(ctx context.Context, cfg configs.Config, logger *slog.Logger, stdou
 	logger.Info("migrated", "applied", applied, "took", time.Since(start))
 	_, err = fmt.Fprintf(stdout, "applied %v; schema at version %d (%s)\n", applied, version, db.Dialect)
 	return err
+}
+
+// openDatabase opens the configured database for a one-off command: MySQL
+// when mysql.dsn is set, else the embedded SQLite file.
+func openDatabase(ctx context.Context, cfg configs.Config) (*store.DB, error) {
+	if cfg.MySQL.DSN != "" {
+		return store.OpenMySQL(ctx, cfg.MySQL)
+	}
+	return store.OpenSQLite(ctx, cfg.SQLite.Path)
 }

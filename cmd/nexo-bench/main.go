@@ -135,6 +135,18 @@ func runCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		}
 		defer srv.Close()
 		o.URL, sw = srv.URL(), srv
+		env, err := compareSettings(o.Compare)
+		if err != nil {
+			return usageError{err}
+		}
+		if env != nil {
+			b, err := startSettingsServer(ctx, o.Server, env, stderr)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			o.CompareURL, o.compareSettings, o.Compare = b.URL(), o.Compare, ""
+		}
 	}
 	return execute(ctx, &o, sw, stdout, stderr)
 }
@@ -167,6 +179,9 @@ func execute(ctx context.Context, o *options, sw modeSwitch, stdout, stderr io.W
 		c, err := runCompare(ctx, stderr, o, a, b, "", o.Compare, bsw)
 		if err != nil {
 			return err
+		}
+		if o.compareSettings != "" {
+			c.A.Mode, c.B.Mode = a.mode, a.mode+" "+o.compareSettings
 		}
 		writeCompare(stdout, c)
 		if err := writeOutputs(o.Out, o.HTML, c, c.Name, compareText(c), compareChart(c)); err != nil {

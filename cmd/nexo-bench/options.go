@@ -47,6 +47,9 @@ type options struct {
 	Repeat     int
 	Quiet      bool
 	CPUProfile string
+	// compareSettings is --compare when it names start-time settings: B
+	// is then a second in-process server at CompareURL (compareSettings).
+	compareSettings string
 
 	Server serverOptions
 	// Place, when set, chooses the instances (base URLs) of each
@@ -103,7 +106,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.DialConcurrency, "dial-concurrency", 256, "parallel WebSocket handshakes")
 	fs.StringVar(&o.Out, "out", "", "write the JSON result here")
 	fs.StringVar(&o.HTML, "html", "", "write the HTML report here")
-	fs.StringVar(&o.Compare, "compare", "", "in-process: run again with these switches, alternating, e.g. two_phase.enabled=false")
+	fs.StringVar(&o.Compare, "compare", "", "in-process: run again with these switches, alternating, e.g. two_phase.enabled=false; other keys (e.g. search.enabled=false) start a second server with them")
 	fs.StringVar(&o.CompareURL, "compare-url", "", "remote: run against this second deployment, alternating with --url")
 	fs.IntVar(&o.Repeat, "repeat", 3, "with --compare/--compare-url: runs per side (medians are reported)")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress line")

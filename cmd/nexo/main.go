@@ -1,10 +1,11 @@
 // Command nexo is Nexo's single binary: `nexo serve` (the default) runs the
 // server, `nexo migrate` applies database migrations, `nexo config check`
 // validates and prints the effective configuration (secrets masked), `nexo
+// search reindex` fills the message search table from stored messages, `nexo
 // chat` is a tiny WebSocket client, `nexo version` (or `nexo --version`)
 // prints build information. Global flags come before the command:
 //
-//	nexo [--config PATH] [--version] [serve|migrate|config check|chat|version] [flags]
+//	nexo [--config PATH] [--version] [serve|migrate|config check|search reindex|chat|version] [flags]
 //
 // Exit status: 0 on success, 2 for a usage or configuration error (the
 // message names the offending key), 1 when the server or a migration fails.
@@ -19,6 +20,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -63,6 +65,7 @@ func commands() []command {
 		{"serve", "run the server (the default command)", serveCmd, true, nil},
 		{"migrate", "apply database migrations and print the versions applied", migrateCmd, true, nil},
 		{"config check", "validate the configuration and print it as YAML, secrets masked", configCheckCmd, true, nil},
+		{"search reindex", "fill the message search table from stored messages, resuming an interrupted run", reindexCmd, true, reindexFlags},
 		{"probe", "exit 0 when a URL (default the local /readyz) answers 200: the container healthcheck", probeCmd, false, probeFlags},
 		{"version", "print version, commit and Go version", func(_ context.Context, inv invocation) error {
 			_, err := fmt.Fprintln(inv.stdout, versionString())
@@ -91,13 +94,14 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 	if len(rest) > 0 {
 		name, rest = rest[0], rest[1:]
 	}
-	if name == "config" {
-		// The only config subcommand; "config" alone is a usage error.
-		if len(rest) == 0 || rest[0] != "check" {
-			fmt.Fprintf(stderr, "nexo config: want `nexo config check [--config PATH]`\n")
+	if subs := subcommands(name); len(subs) > 0 {
+		// A command of two words ("config check"); the first alone is a
+		// usage error.
+		if len(rest) == 0 || !slices.Contains(subs, rest[0]) {
+			fmt.Fprintf(stderr, "nexo %s: want `nexo %s %s [flags]`\n", name, name, strings.Join(subs, "|"))
 			return exitUsage
 		}
-		name, rest = "config check", rest[1:]
+		name, rest = name+" "+rest[0], rest[1:]
 	}
 	if name == "help" {
 		global.SetOutput(stdout)
@@ -154,12 +158,24 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer, environ [
 		logger = newLogger(cfg.Log, stderr)
 	}
 	reload := func() (configs.Config, error) { return loadConfig(*configPath, environ) }
-	inv := invocation{cfg: cfg, logger: logger, stdout: stdout, reload: reload, environ: environ, flags: fs}
+	inv := invocation{cfg: cfg, logger: logger, stdout: stdout, stderr: stderr, reload: reload, environ: environ, flags: fs}
 	if err := cmd.run(ctx, inv); err != nil {
 		logger.Error("nexo "+cmd.name+" failed", "err", err)
 		return exitFailure
 	}
 	return exitOK
+}
+
+// subcommands returns the second words of the two-word commands whose
+// first word is name ("check" for "config"), none for other names.
+func subcommands(name string) []string {
+	var out []string
+	for _, c := range commands() {
+		if first, second, ok := strings.Cut(c.name, " "); ok && first == name {
+			out = append(out, second)
+		}
+	}
+	return out
 }
 
 func helpOrUsage(err error) int {
@@ -173,7 +189,7 @@ func usage(global *flag.FlagSet) {
 	w := global.Output()
 	fmt.Fprintf(w, "Nexo, an MQ-first instant-messaging server.\n\nUsage: nexo [--config PATH] [command] [flags]\n\nCommands:\n")
 	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-13s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-15s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, "\nGlobal flags:\n")
 	global.PrintDefaults()
@@ -207,12 +223,13 @@ func loadConfig(path string, environ []string) (configs.Config, error) {
 }
 
 // invocation is what a command gets: the loaded configuration (zero for
-// commands that need none), the logger, stdout, and a way to load the
-// configuration again (SIGHUP).
+// commands that need none), the logger, stdout and stderr, and a way to
+// load the configuration again (SIGHUP).
 type invocation struct {
 	cfg     configs.Config
 	logger  *slog.Logger
 	stdout  io.Writer
+	stderr  io.Writer // for what is not the command's output (progress)
 	reload  func() (configs.Config, error)
 	environ []string
 	flags   *flag.FlagSet // the command's parsed flags

@@ -17,6 +17,10 @@ var (
 	ErrUserDisabled = errors.New("user disabled")
 	// ErrMessageRejected: the app's before_send webhook refused the message.
 	ErrMessageRejected = errors.New("message rejected")
+	// ErrBlocked: the other user does not accept this from the caller —
+	// they blocked the caller, or their dm_policy or group_invites refuses
+	// them; one answer for all, so a block is not revealed.
+	ErrBlocked = errors.New("blocked")
 	// ErrUserExists: the user_id is taken.
 	ErrUserExists = errors.New("user already exists")
 	// ErrDuplicate: a unique key rejected a row (MySQL 1062, SQLite UNIQUE).

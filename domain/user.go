@@ -11,8 +11,11 @@ type User struct {
 	// GroupInvites is whom the user lets add them to groups; "" is
 	// InvitesEveryone.
 	GroupInvites GroupInvites
-	CreatedAt    int64
-	UpdatedAt    int64
+	// DMPolicy is whom the user accepts single-chat messages from; "" is
+	// DMEveryone.
+	DMPolicy  DMPolicy
+	CreatedAt int64
+	UpdatedAt int64
 }
 
 // Field limits shared by validation and the schema.
@@ -49,4 +52,41 @@ func (g GroupInvites) OrDefault() GroupInvites {
 		return InvitesEveryone
 	}
 	return g
+}
+
+// DMPolicy is a user's choice of who may send them single-chat messages
+// and typing indicators: the profile field dm_policy.
+type DMPolicy string
+
+// The dm_policy choices.
+const (
+	// DMEveryone: anyone may write to the user (the default).
+	DMEveryone DMPolicy = "everyone"
+	// DMSharedGroups: only users who are active members of a group the
+	// user is an active member of.
+	DMSharedGroups DMPolicy = "shared_groups"
+	// DMNobody: nobody may write to the user in a single chat.
+	DMNobody DMPolicy = "nobody"
+)
+
+// Valid reports whether p is one of the choices.
+func (p DMPolicy) Valid() bool {
+	return p == DMEveryone || p == DMSharedGroups || p == DMNobody
+}
+
+// OrDefault is p, or DMEveryone when p is unset.
+func (p DMPolicy) OrDefault() DMPolicy {
+	if p == "" {
+		return DMEveryone
+	}
+	return p
+}
+
+// MaxBlocks is how many users one user may block.
+const MaxBlocks = 1000
+
+// Block is one user blocked by another, and when (Unix ms).
+type Block struct {
+	UserID    string
+	CreatedAt int64
 }

@@ -29,6 +29,25 @@ var migrations = []migration{
 	{6, "groups: invite_permission, group_requests (join applications)", migrateGroupRequests},
 	{7, "users.group_invites (who may add a user to groups)", migrateGroupInvites},
 	{8, "deployment: the database's identity and the Redis key prefix it belongs to", migrateDeployment},
+	{9, "users.dm_policy, user_blocks (who may write to a user)", migrateBlocks},
+}
+
+// migrateBlocks is migration 9 (docs/moderation.md): users.dm_policy,
+// 'everyone' for every existing user, and the user_blocks table.
+func migrateBlocks(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if !m.HasColumn(&userRow{}, "DMPolicy") {
+		if err := m.AddColumn(&userRow{}, "DMPolicy"); err != nil {
+			return fmt.Errorf("add users.dm_policy: %w", err)
+		}
+	}
+	if m.HasTable(&blockRow{}) {
+		return nil
+	}
+	if err := m.CreateTable(&blockRow{}); err != nil {
+		return fmt.Errorf("create user_blocks: %w", err)
+	}
+	return nil
 }
 
 // migrateGroupInvites is migration 7 (docs/groups.md): users.group_invites,

@@ -18,8 +18,11 @@ type userRow struct {
 	// GroupInvites is domain.GroupInvites: who may add the user to groups;
 	// added by migration 7.
 	GroupInvites string `gorm:"column:group_invites;type:varchar(16);not null;default:'everyone'"`
-	CreatedAt    int64  `gorm:"column:created_at;not null;autoCreateTime:false;index:idx_created_at"`
-	UpdatedAt    int64  `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// DMPolicy is domain.DMPolicy: who may write to the user in a single
+	// chat; added by migration 9.
+	DMPolicy  string `gorm:"column:dm_policy;type:varchar(16);not null;default:'everyone'"`
+	CreatedAt int64  `gorm:"column:created_at;not null;autoCreateTime:false;index:idx_created_at"`
+	UpdatedAt int64  `gorm:"column:updated_at;not null;autoUpdateTime:false"`
 }
 
 func (userRow) TableName() string { return "users" }

@@ -29,7 +29,7 @@ func (r *UserRepo) Create(ctx context.Context, u domain.User) (domain.User, erro
 	now := nowMillis()
 	norm := domain.NormalizeUserID(u.ID)
 	row := userRow{ID: u.ID, IDNorm: &norm, Nickname: u.Nickname, Avatar: u.Avatar, PasswordHash: u.PasswordHash,
-		GroupInvites: string(u.GroupInvites.OrDefault()), CreatedAt: now, UpdatedAt: now}
+		GroupInvites: string(u.GroupInvites.OrDefault()), DMPolicy: string(u.DMPolicy.OrDefault()), CreatedAt: now, UpdatedAt: now}
 	err := mapErr(r.db.Gorm.WithContext(ctx).Create(&row).Error, domain.ErrUserNotFound)
 	if errors.Is(err, domain.ErrDuplicate) {
 		return domain.User{}, fmt.Errorf("create user %q: %w", u.ID, domain.ErrUserExists)
@@ -61,6 +61,7 @@ type UserUpdate struct {
 	Nickname     *string
 	Avatar       *string
 	GroupInvites *domain.GroupInvites
+	DMPolicy     *domain.DMPolicy
 }
 
 // Update sets the fields of u that are not nil and updated_at, and returns
@@ -76,6 +77,9 @@ func (r *UserRepo) Update(ctx context.Context, id string, u UserUpdate) (domain.
 	}
 	if u.GroupInvites != nil {
 		set["group_invites"] = string(u.GroupInvites.OrDefault())
+	}
+	if u.DMPolicy != nil {
+		set["dm_policy"] = string(u.DMPolicy.OrDefault())
 	}
 	if len(set) == 0 {
 		return r.Get(ctx, id)
@@ -137,6 +141,7 @@ func (row userRow) toDomain() domain.User {
 		ID: row.ID, Nickname: row.Nickname, Avatar: row.Avatar, PasswordHash: row.PasswordHash,
 		CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt, Disabled: row.DisabledAt != 0,
 		GroupInvites: domain.GroupInvites(row.GroupInvites).OrDefault(),
+		DMPolicy:     domain.DMPolicy(row.DMPolicy).OrDefault(),
 	}
 }
 
@@ -187,6 +192,19 @@ func (r *UserRepo) GroupInvites(ctx context.Context, ids []string) (map[string]d
 		}
 	}
 	return out, nil
+}
+
+// DMPolicy returns id's dm_policy choice; an unknown id is
+// domain.ErrUserNotFound.
+func (r *UserRepo) DMPolicy(ctx context.Context, id string) (domain.DMPolicy, error) {
+	var rows []userRow
+	if err := r.db.Gorm.WithContext(ctx).Select("id", "dm_policy").Where("id = ?", id).Limit(1).Find(&rows).Error; err != nil {
+		return "", fmt.Errorf("dm_policy of %s: %w", id, err)
+	}
+	if len(rows) == 0 {
+		return "", fmt.Errorf("dm_policy of %s: %w", id, domain.ErrUserNotFound)
+	}
+	return domain.DMPolicy(rows[0].DMPolicy).OrDefault(), nil
 }
 
 // Nicknames returns the nickname of each of ids that exists (exact match).

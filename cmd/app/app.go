@@ -67,6 +67,10 @@ type App struct {
 	keys   store.Keys
 	users  *store.UserRepo
 	tokens *store.Tokens
+	// blocks and dmGate: who blocked whom, and the cached single-chat
+	// check every send path, typing and the account service share.
+	blocks *store.BlockRepo
+	dmGate *account.DMGate
 
 	passwords *auth.Passwords
 	issuer    *auth.Issuer
@@ -307,6 +311,8 @@ func (a *App) migrate(ctx context.Context) error {
 // buildAuth builds the repositories and token machinery the gateway uses.
 func (a *App) buildAuth(context.Context) error {
 	a.users = store.NewUserRepo(a.db)
+	a.blocks = store.NewBlockRepo(a.db)
+	a.dmGate = account.NewDMGate(a.users, a.blocks, store.NewContacts(a.db), account.DefaultDMGateTTL)
 	a.tokens = store.NewTokens(a.rdb, a.keys)
 	a.limiter = limits.New(a.rdb, a.cfg.Redis.KeyPrefix, a.metrics, a.log)
 	a.userLimit = limits.NewUserRequests(a.limiter, a.cfg.WS.RateLimit, a.cfg.WS.RateBurst)
@@ -362,7 +368,7 @@ func (a *App) buildGateway(context.Context) error {
 		return err
 	}
 	a.accounts = account.NewService(account.Deps{
-		Users: a.users, Contacts: store.NewContacts(a.db), Passwords: a.passwords, Tokens: auth.AccountTokens{Issuer: a.issuer}, Store: a.tokens,
+		Users: a.users, Contacts: store.NewContacts(a.db), Blocks: a.blocks, Gate: a.dmGate, Passwords: a.passwords, Tokens: auth.AccountTokens{Issuer: a.issuer}, Store: a.tokens,
 		Sessions: hubSessions{a}, Limits: limits.NewAccounts(a.limiter, a.cfg.Limits), Auth: a.cfg.Auth,
 		RegistrationClosed: !a.cfg.RegistrationIsOpen(),
 	})

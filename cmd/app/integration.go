@@ -139,7 +139,7 @@ func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *st
 		}
 	}
 	a.realtime = presence.NewRealtime(presence.RealtimeDeps{Store: a.presence, Events: events, Members: members,
-		Pusher: ws.NewPushes(a.relay, a.log), Refresh: a.cfg.WS.PingInterval, TTL: a.cfg.WS.PresenceTTL, Log: a.log})
+		Pusher: ws.NewPushes(a.relay, a.log), DM: a.dmGate, Refresh: a.cfg.WS.PingInterval, TTL: a.cfg.WS.PresenceTTL, Log: a.log})
 	a.add(component{name: "presence refresh", run: a.realtime.Run, stop: a.realtime.Close})
 	pres := routes.NewPresence(presence.NewService(a.presence, store.NewContacts(a.db)), a.realtime, a.log)
 	pres.Register(a.server, a.ws)

@@ -139,7 +139,7 @@ func TestServerAPIEndToEnd(t *testing.T) {
 	if d := mustAPI(t, "GET", base+"/api/user/get?user_id=stranger", ""); d["group_invites"] != "nobody" {
 		t.Fatalf("api get: %v", d)
 	}
-	if code, env := serverAPI(t, "POST", base+"/api/group/invite", fmt.Sprintf(`{"op_user_id":"alice","group_id":%q,"user_ids":["stranger"]}`, g["group_id"])); code != 403 || env["err_msg"] != "forbidden" {
+	if code, env := serverAPI(t, "POST", base+"/api/group/invite", fmt.Sprintf(`{"op_user_id":"alice","group_id":%q,"user_ids":["stranger"]}`, g["group_id"])); code != 403 || env["err_msg"] != "blocked" {
 		t.Fatalf("inviting a user who accepts nobody: %d %v", code, env)
 	}
 	if d := mustAPI(t, "POST", base+"/api/user/update", `{"user_id":"stranger","group_invites":"everyone"}`); d["group_invites"] != "everyone" {

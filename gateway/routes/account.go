@@ -12,7 +12,8 @@ import (
 )
 
 // Account registers the user and auth routes of svc on r: registration,
-// login, refresh, logout, password change and the caller's profile.
+// login, refresh, logout, password change, the caller's profile and
+// blocks.
 // maxBody is http.max_body_bytes. The client address the login and
 // registration limits count is c.ClientIP(): the gateway sets it to the
 // TCP peer, or to what trusted proxies forwarded (http.trusted_proxies).
@@ -26,6 +27,9 @@ func Account(r HTTP, svc *account.Service, maxBody int, log *slog.Logger) {
 	r.Route("POST", "/auth/logout", h.logout, true)
 	r.Route("POST", "/auth/logout_all", h.logoutAll, true)
 	r.Route("POST", "/user/password", withBody(h, callerOf, svc.ChangePassword), true)
+	r.Route("POST", "/user/block", api.JSON(maxBody, log, svc.Block), true)
+	r.Route("POST", "/user/unblock", api.JSON(maxBody, log, svc.Unblock), true)
+	r.Route("GET", "/user/blocks", h.blocks, true)
 }
 
 type accountRoutes struct {
@@ -82,6 +86,12 @@ func (h accountRoutes) register(ctx context.Context, c *app.RequestContext) {
 // user_id) or another user's public one.
 func (h accountRoutes) info(ctx context.Context, c *app.RequestContext) {
 	res, err := h.svc.Info(ctx, callerOf(c).UserID, string(c.Query("user_id")))
+	h.write(ctx, c, res, err)
+}
+
+// blocks handles GET /user/blocks → {blocks: [{user_id, created_at}]}.
+func (h accountRoutes) blocks(ctx context.Context, c *app.RequestContext) {
+	res, err := h.svc.Blocks(ctx, callerOf(c).UserID)
 	h.write(ctx, c, res, err)
 }
 

@@ -50,6 +50,7 @@ const (
 	ReasonSearchTimeout         Reason = "search_timeout"
 	ReasonUserDisabled          Reason = "user_disabled"
 	ReasonMessageRejected       Reason = "message_rejected"
+	ReasonBlocked               Reason = "blocked"
 )
 
 // Code is one row of the error table.
@@ -85,6 +86,7 @@ var table = []Code{
 	{ReasonRevokeTimeout, 1209, 403},
 	{ReasonUserDisabled, 1220, 403},
 	{ReasonMessageRejected, 1221, 403},
+	{ReasonBlocked, 1222, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
@@ -132,6 +134,7 @@ var domainReasons = []struct {
 	{domain.ErrForbidden, ReasonForbidden},
 	{domain.ErrUserDisabled, ReasonUserDisabled},
 	{domain.ErrMessageRejected, ReasonMessageRejected},
+	{domain.ErrBlocked, ReasonBlocked},
 	{domain.ErrNotConversationMember, ReasonNotConversationMember},
 	{domain.ErrNotGroupMember, ReasonNotGroupMember},
 	{domain.ErrMemberNotActive, ReasonMemberNotActive},

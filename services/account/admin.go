@@ -22,11 +22,13 @@ type UserJSON struct {
 	UpdatedAt int64  `json:"updated_at"`
 	// GroupInvites is who may add the user to groups (ProfileJSON).
 	GroupInvites domain.GroupInvites `json:"group_invites"`
+	// DMPolicy is who may write to the user in a single chat (ProfileJSON).
+	DMPolicy domain.DMPolicy `json:"dm_policy"`
 }
 
 func userJSON(u domain.User) UserJSON {
 	return UserJSON{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar, Disabled: u.Disabled, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
-		GroupInvites: u.GroupInvites.OrDefault()}
+		GroupInvites: u.GroupInvites.OrDefault(), DMPolicy: u.DMPolicy.OrDefault()}
 }
 
 // CreateUserRequest is the body of POST /api/user/create. Password is
@@ -39,6 +41,8 @@ type CreateUserRequest struct {
 	Password string `json:"password"`
 	// GroupInvites is optional: everyone when absent.
 	GroupInvites *domain.GroupInvites `json:"group_invites"`
+	// DMPolicy is optional: everyone when absent.
+	DMPolicy *domain.DMPolicy `json:"dm_policy"`
 }
 
 // Validate checks the fields' shapes.
@@ -46,7 +50,7 @@ func (r *CreateUserRequest) Validate() error {
 	if err := domain.CheckID("user_id", r.UserID); err != nil {
 		return err
 	}
-	if err := checkProfile(&r.Nickname, &r.Avatar, r.GroupInvites); err != nil {
+	if err := checkProfile(&r.Nickname, &r.Avatar, r.GroupInvites, r.DMPolicy); err != nil {
 		return err
 	}
 	if r.Password != "" {
@@ -62,6 +66,7 @@ type UpdateUserRequest struct {
 	Nickname     *string              `json:"nickname"`
 	Avatar       *string              `json:"avatar"`
 	GroupInvites *domain.GroupInvites `json:"group_invites"`
+	DMPolicy     *domain.DMPolicy     `json:"dm_policy"`
 }
 
 // Validate requires user_id and checks the given fields.
@@ -69,7 +74,7 @@ func (r *UpdateUserRequest) Validate() error {
 	if err := domain.CheckID("user_id", r.UserID); err != nil {
 		return err
 	}
-	return checkProfile(r.Nickname, r.Avatar, r.GroupInvites)
+	return checkProfile(r.Nickname, r.Avatar, r.GroupInvites, r.DMPolicy)
 }
 
 // UserRequest is the body of the server API routes that name one user.
@@ -104,6 +109,9 @@ func (s *Service) CreateUser(ctx context.Context, req CreateUserRequest) (UserJS
 	if req.GroupInvites != nil {
 		u.GroupInvites = *req.GroupInvites
 	}
+	if req.DMPolicy != nil {
+		u.DMPolicy = *req.DMPolicy
+	}
 	if req.Password != "" {
 		hash, err := s.passwords.Hash(req.Password)
 		if err != nil {
@@ -124,9 +132,12 @@ func (s *Service) CreateUser(ctx context.Context, req CreateUserRequest) (UserJS
 // UpdateUser changes req.UserID's profile as req (validated) says and
 // returns the user.
 func (s *Service) UpdateUser(ctx context.Context, req UpdateUserRequest) (UserJSON, error) {
-	u, err := s.users.Update(ctx, req.UserID, store.UserUpdate{Nickname: req.Nickname, Avatar: req.Avatar, GroupInvites: req.GroupInvites})
+	u, err := s.users.Update(ctx, req.UserID, store.UserUpdate{Nickname: req.Nickname, Avatar: req.Avatar, GroupInvites: req.GroupInvites, DMPolicy: req.DMPolicy})
 	if err != nil {
 		return UserJSON{}, err
+	}
+	if req.DMPolicy != nil {
+		s.gate.Forget(req.UserID)
 	}
 	return userJSON(u), nil
 }

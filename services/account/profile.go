@@ -20,11 +20,14 @@ type ProfileJSON struct {
 	// GroupInvites is who may add the user to groups: everyone,
 	// shared_groups or nobody.
 	GroupInvites domain.GroupInvites `json:"group_invites"`
+	// DMPolicy is who may write to the user in a single chat: everyone,
+	// shared_groups or nobody.
+	DMPolicy domain.DMPolicy `json:"dm_policy"`
 }
 
 func profileOf(u domain.User) ProfileJSON {
 	return ProfileJSON{UserID: u.ID, Nickname: u.Nickname, Avatar: u.Avatar, CreatedAt: u.CreatedAt, UpdatedAt: u.UpdatedAt,
-		GroupInvites: u.GroupInvites.OrDefault()}
+		GroupInvites: u.GroupInvites.OrDefault(), DMPolicy: u.DMPolicy.OrDefault()}
 }
 
 // PublicProfileJSON is what a user sees of someone they share a
@@ -81,22 +84,26 @@ type UpdateRequest struct {
 	Nickname     *string              `json:"nickname"`
 	Avatar       *string              `json:"avatar"`
 	GroupInvites *domain.GroupInvites `json:"group_invites"`
+	DMPolicy     *domain.DMPolicy     `json:"dm_policy"`
 }
 
 // Validate requires at least one field and applies the field rules.
 func (r *UpdateRequest) Validate() error {
-	if r.Nickname == nil && r.Avatar == nil && r.GroupInvites == nil {
-		return domain.BadField("body", "must set nickname, avatar and/or group_invites")
+	if r.Nickname == nil && r.Avatar == nil && r.GroupInvites == nil && r.DMPolicy == nil {
+		return domain.BadField("body", "must set nickname, avatar, group_invites and/or dm_policy")
 	}
-	return checkProfile(r.Nickname, r.Avatar, r.GroupInvites)
+	return checkProfile(r.Nickname, r.Avatar, r.GroupInvites, r.DMPolicy)
 }
 
 // Update changes userID's own profile as req (validated) says and returns
 // the updated profile.
 func (s *Service) Update(ctx context.Context, userID string, req UpdateRequest) (ProfileJSON, error) {
-	u, err := s.users.Update(ctx, userID, store.UserUpdate{Nickname: req.Nickname, Avatar: req.Avatar, GroupInvites: req.GroupInvites})
+	u, err := s.users.Update(ctx, userID, store.UserUpdate{Nickname: req.Nickname, Avatar: req.Avatar, GroupInvites: req.GroupInvites, DMPolicy: req.DMPolicy})
 	if err != nil {
 		return ProfileJSON{}, err
+	}
+	if req.DMPolicy != nil {
+		s.gate.Forget(userID)
 	}
 	return profileOf(u), nil
 }

@@ -113,8 +113,13 @@ type Contacts interface {
 // Contacts nil shows nobody another user's profile; every other interface
 // is required.
 type Deps struct {
-	Users     Users
-	Contacts  Contacts
+	Users    Users
+	Contacts Contacts
+	// Blocks stores blocks; Gate is the direct-message check whose cache
+	// a block or a dm_policy change refreshes. Nil Blocks refuses the
+	// block routes; nil Gate caches nothing.
+	Blocks    Blocks
+	Gate      *DMGate
 	Passwords Passwords
 	Tokens    Tokens
 	Store     TokenStore
@@ -131,6 +136,8 @@ type Deps struct {
 type Service struct {
 	users     Users
 	contacts  Contacts
+	blocks    Blocks
+	gate      *DMGate
 	passwords Passwords
 	tokens    Tokens
 	store     TokenStore
@@ -142,7 +149,7 @@ type Service struct {
 
 // NewService returns the service on d.
 func NewService(d Deps) *Service {
-	return &Service{users: d.Users, contacts: d.Contacts, passwords: d.Passwords, tokens: d.Tokens, store: d.Store, sessions: d.Sessions,
+	return &Service{users: d.Users, contacts: d.Contacts, blocks: d.Blocks, gate: d.Gate, passwords: d.Passwords, tokens: d.Tokens, store: d.Store, sessions: d.Sessions,
 		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed}
 }
 
@@ -157,7 +164,7 @@ func checkPlatform(field string, p int) error {
 // checkProfile applies the rules of the profile fields given (nil: not
 // given): lengths, a nickname required when given, group_invites one of
 // its choices.
-func checkProfile(nickname, avatar *string, groupInvites *domain.GroupInvites) error {
+func checkProfile(nickname, avatar *string, groupInvites *domain.GroupInvites, dmPolicy *domain.DMPolicy) error {
 	if nickname != nil {
 		if err := domain.CheckLen("nickname", *nickname, 1, domain.MaxNicknameLen); err != nil {
 			return err
@@ -170,6 +177,9 @@ func checkProfile(nickname, avatar *string, groupInvites *domain.GroupInvites) e
 	}
 	if groupInvites != nil && !groupInvites.Valid() {
 		return domain.BadField("group_invites", "must be everyone, shared_groups or nobody")
+	}
+	if dmPolicy != nil && !dmPolicy.Valid() {
+		return domain.BadField("dm_policy", "must be everyone, shared_groups or nobody")
 	}
 	return nil
 }

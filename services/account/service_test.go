@@ -146,6 +146,7 @@ func newTestServiceOf(users map[string]domain.User, r *recorder, p Passwords) *S
 func TestRequestRules(t *testing.T) {
 	long := strings.Repeat("a", domain.MaxIDLen+1)
 	nick := "n"
+	dmNobody, dmBad := domain.DMNobody, domain.DMPolicy("friends")
 	for _, tc := range []struct {
 		name   string
 		req    interface{ Validate() error }
@@ -163,7 +164,10 @@ func TestRequestRules(t *testing.T) {
 		{"login platform", &LoginRequest{UserID: "u", Password: "p", PlatformID: 11}, "platform_id must be an OpenIM platform number 1–10"},
 		{"password same", &PasswordRequest{OldPassword: "plum-tart-9", NewPassword: "plum-tart-9"}, "new_password must differ from old_password"},
 		{"password common", &PasswordRequest{OldPassword: "x", NewPassword: "12345678"}, "new_password is one of"},
-		{"update nothing", &UpdateRequest{}, "body must set nickname, avatar and/or group_invites"},
+		{"update nothing", &UpdateRequest{}, "body must set nickname, avatar, group_invites and/or dm_policy"},
+		{"update dm_policy", &UpdateRequest{DMPolicy: &dmNobody}, ""},
+		{"update bad dm_policy", &UpdateRequest{DMPolicy: &dmBad}, "dm_policy must be everyone, shared_groups or nobody"},
+		{"api update bad dm_policy", &UpdateUserRequest{UserID: "u", DMPolicy: &dmBad}, "dm_policy must be everyone, shared_groups or nobody"},
 		{"update", &UpdateRequest{Nickname: &nick}, ""},
 		{"api create", &CreateUserRequest{UserID: "u", Nickname: "n"}, ""},
 		{"api create no id", &CreateUserRequest{Nickname: "n"}, "user_id is required"},

@@ -54,6 +54,14 @@ type GroupGate interface {
 	CheckMember(ctx context.Context, groupID, userID string) (domain.RoleLevel, error)
 }
 
+// DMGate decides whether a user may write to another in a single chat
+// (account.DMGate): a domain.ErrBlocked error when the receiver blocked
+// the sender or their dm_policy refuses them. It runs on every
+// single-chat send, so it must answer from a cache when it can.
+type DMGate interface {
+	CheckDM(ctx context.Context, sender, recv string) error
+}
+
 // SendHook is the app's before_send webhook: it may refuse a message
 // (domain.ErrMessageRejected) or replace m.Content, which the service then
 // checks again against msg.max_body_bytes and the msg_type's required
@@ -109,6 +117,7 @@ type Service struct {
 	hook      SendHook
 	after     AfterSave
 	offenders SenderGate
+	dm        DMGate
 
 	// fallbackSeqs: conversations that got seqs straight from the database
 	// while Redis was unreachable, with the highest such seq; the Redis
@@ -139,6 +148,10 @@ type Deps struct {
 	// DeadSenders, when set, refuses the sends of a user blocked for
 	// repeated dead letters (limits.dead_letters).
 	DeadSenders SenderGate
+	// DM, when set, refuses single-chat sends the receiver does not
+	// accept (blocks, dm_policy), on every path: HTTP, WebSocket and the
+	// server API, synchronous and two-phase.
+	DM DMGate
 }
 
 // NewService returns the message service.
@@ -147,7 +160,7 @@ func NewService(d Deps) *Service {
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
 		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
-		offenders: d.DeadSenders,
+		offenders: d.DeadSenders, dm: d.DM,
 	}
 }
 
@@ -159,7 +172,8 @@ func NewService(d Deps) *Service {
 // original's ACK (ack_type saved once it is saved). from.ConnID is the sending connection ("" for HTTP); its
 // pushes skip it. Errors are domain errors (bad_request, body_too_long,
 // user_not_found, not_group_member, member_not_active, group_dismissed,
-// forbidden for @all by a plain member, message_rejected, server_busy,
+// forbidden for @all by a plain member, blocked when the receiver does not
+// accept the sender's messages, message_rejected, server_busy,
 // too_many_requests for a sender blocked for repeated dead letters).
 func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJSON, error) {
 	sender, originConn := from.UserID, from.ConnID
@@ -425,8 +439,9 @@ func (s *Service) retireAfterOutage(ctx context.Context, conversationID string) 
 	s.fallbackMu.Unlock()
 }
 
-// authorize checks the receiver exists (single chat) or that the sender may
-// send to the group, before anything is allocated.
+// authorize checks the receiver exists and accepts the sender (single
+// chat: blocked otherwise) or that the sender may send to the group,
+// before anything is allocated.
 func (s *Service) authorize(ctx context.Context, m *domain.Message) error {
 	if m.SessionType == domain.SessionGroup {
 		if s.groups == nil {
@@ -440,6 +455,9 @@ func (s *Service) authorize(ctx context.Context, m *domain.Message) error {
 	}
 	if !ok {
 		return fmt.Errorf("recv_id %s: %w", m.RecvID, domain.ErrUserNotFound)
+	}
+	if s.dm != nil {
+		return s.dm.CheckDM(ctx, m.SenderID, m.RecvID)
 	}
 	return nil
 }

@@ -22,11 +22,11 @@ func (s *Service) ForApp() *Service {
 }
 
 // acceptedAdds refuses the add of users (field names them in the request) by
-// adder unless each one's group_invites accepts adder, then counts one
-// add of each against limits.group_added. A user who does not accept is
-// forbidden with the same detail whatever their choice, so the adder
-// cannot tell nobody from shared_groups. Called with users not yet active
-// members, adder excluded.
+// adder unless each one's group_invites accepts adder and none blocked
+// adder, then counts one add of each against limits.group_added. A user
+// who does not accept is blocked with the same detail whatever the cause,
+// so the adder cannot tell nobody from shared_groups or from a block.
+// Called with users not yet active members, adder excluded.
 func (s *Service) acceptedAdds(ctx context.Context, adder, field string, users []string) error {
 	if len(users) == 0 {
 		return nil
@@ -42,6 +42,17 @@ func (s *Service) acceptedAdds(ctx context.Context, adder, field string, users [
 			return notAccepting(field, u)
 		case domain.InvitesSharedGroups:
 			sharedOnly = append(sharedOnly, u)
+		}
+	}
+	if s.blocks != nil {
+		blockers, err := s.blocks.BlockersOf(ctx, adder, users)
+		if err != nil {
+			return fmt.Errorf("look up blocks: %w", err)
+		}
+		for _, u := range users {
+			if blockers[u] {
+				return notAccepting(field, u)
+			}
 		}
 	}
 	if len(sharedOnly) > 0 {
@@ -65,5 +76,5 @@ func (s *Service) acceptedAdds(ctx context.Context, adder, field string, users [
 }
 
 func notAccepting(field, userID string) error {
-	return domain.NewError(domain.ErrForbidden, fmt.Sprintf("%s: %s does not accept group invitations from you", field, userID))
+	return domain.NewError(domain.ErrBlocked, fmt.Sprintf("%s: %s does not accept group invitations from you", field, userID))
 }

@@ -22,11 +22,11 @@ func (e *env) setGroupInvites(userID string, g domain.GroupInvites) {
 	}
 }
 
-// notAccepted fails unless err is forbidden saying that userID does not
+// notAccepted fails unless err is blocked saying that userID does not
 // accept invitations, and returns its detail with userID blanked.
 func notAccepted(t *testing.T, err error, userID string) string {
 	t.Helper()
-	wantReason(t, err, wire.ReasonForbidden)
+	wantReason(t, err, wire.ReasonBlocked)
 	detail := wire.FromError(err).Detail
 	if !strings.Contains(detail, userID+" does not accept group invitations from you") {
 		t.Fatalf("refusal %q does not name %s", detail, userID)

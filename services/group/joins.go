@@ -22,8 +22,8 @@ import (
 // req.MemberIDs (caller excluded) as members; together they must reach
 // group.min_create_members. Everyone's join_seq is the seq of the creation
 // notification. Errors: bad_request (too few or too many users),
-// user_not_found (an unregistered member), forbidden (a member whose
-// group_invites refuses caller), too_many_requests (limits.group_added).
+// user_not_found (an unregistered member), blocked (a member whose
+// group_invites refuses caller, or who blocked caller), too_many_requests (limits.group_added).
 func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) (GroupJSON, error) {
 	others := distinct(req.MemberIDs, caller)
 	if n := len(others) + 1; n < s.cfg.MinCreateMembers {
@@ -129,7 +129,8 @@ func (s *Service) JoinWithMessage(ctx context.Context, caller, groupID, reqMsg s
 // active member may invite, or only owner and admins when the group's
 // invite_permission (else group.invite_permission) is admins. Errors: group_not_found,
 // group_dismissed, not_group_member / member_not_active (caller),
-// forbidden (also for a user whose group_invites refuses caller),
+// forbidden, blocked (a user whose group_invites refuses caller, or who
+// blocked caller),
 // user_not_found, bad_request (too many users), too_many_requests
 // (limits.group_added).
 func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (InviteResult, error) {

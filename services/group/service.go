@@ -60,6 +60,12 @@ type SharedGroups interface {
 	SharedGroups(ctx context.Context, userID string, ids []string) (map[string]bool, error)
 }
 
+// Blockers tells which of users block userID (store.BlockRepo): a user who
+// blocked the adder is not added by them.
+type Blockers interface {
+	BlockersOf(ctx context.Context, userID string, users []string) (map[string]bool, error)
+}
+
 // AddedLimit counts how often users are added to groups by someone else
 // (limits.Added, limits.group_added), shared by every instance: nil, or
 // too_many_requests with a retry-after naming the limit.
@@ -86,6 +92,7 @@ type Service struct {
 	groups   Groups
 	users    Users
 	shared   SharedGroups
+	blocks   Blockers
 	added    AddedLimit
 	members  *Members
 	locks    Locker
@@ -96,12 +103,14 @@ type Service struct {
 
 // Deps are the Service's collaborators; all are required except
 // Registry, Shared (nil: a user whose group_invites is shared_groups
-// accepts nobody) and Added (nil: no limit).
+// accepts nobody), Blocks (nil: blocks do not refuse invitations) and
+// Added (nil: no limit).
 type Deps struct {
 	Config   configs.Group
 	Groups   Groups
 	Users    Users
 	Shared   SharedGroups
+	Blocks   Blockers
 	Added    AddedLimit
 	Members  *Members
 	Locks    Locker
@@ -112,7 +121,7 @@ type Deps struct {
 
 // NewService returns the group management service.
 func NewService(d Deps) *Service {
-	return &Service{cfg: d.Config, groups: d.Groups, users: d.Users, shared: d.Shared, added: d.Added, members: d.Members, locks: d.Locks,
+	return &Service{cfg: d.Config, groups: d.Groups, users: d.Users, shared: d.Shared, blocks: d.Blocks, added: d.Added, members: d.Members, locks: d.Locks,
 		notifier: d.Notifier, metrics: newServiceMetrics(d.Registry), log: d.Log}
 }
 

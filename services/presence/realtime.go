@@ -40,12 +40,21 @@ type Pusher interface {
 	PushToUsers(ctx context.Context, userIDs []string, p domain.Push, exceptConn string) int
 }
 
+// DMGate decides whether a user may write to another in a single chat
+// (account.DMGate): a typing indicator is refused as a message would be.
+type DMGate interface {
+	CheckDM(ctx context.Context, sender, recv string) error
+}
+
 // RealtimeDeps are the Realtime's collaborators and settings.
 type RealtimeDeps struct {
 	Store   Store
 	Events  Events // nil: no user_online / user_offline
 	Members Members
 	Pusher  Pusher
+	// DM, when set, refuses single-chat typing indicators the other party
+	// does not accept (blocks, dm_policy).
+	DM DMGate
 	// Refresh is how often Run rewrites this instance's entries
 	// (ws.ping_interval); TTL is how long an entry lives without it
 	// (ws.presence_ttl), which should be well above Refresh.
@@ -62,6 +71,7 @@ type Realtime struct {
 	events   Events
 	members  Members
 	push     Pusher
+	dm       DMGate
 	refresh  time.Duration
 	log      *slog.Logger
 	limiters sync.Map // conn id → *rate.Limiter
@@ -83,7 +93,7 @@ func NewRealtime(d RealtimeDeps) *Realtime {
 		d.Log.Warn("ws.presence_ttl should exceed ws.ping_interval: presence is refreshed once per ping interval",
 			"presence_ttl", d.TTL, "ping_interval", d.Refresh)
 	}
-	return &Realtime{store: d.Store, events: d.Events, members: d.Members, push: d.Pusher, refresh: d.Refresh, log: d.Log,
+	return &Realtime{store: d.Store, events: d.Events, members: d.Members, push: d.Pusher, dm: d.DM, refresh: d.Refresh, log: d.Log,
 		conns: map[string]store.Session{}}
 }
 
@@ -216,7 +226,8 @@ type TypingResult struct {
 // conversation; the indicator goes to the other members' online
 // connections (and the caller's other devices), is never stored and has
 // no seq. Errors: bad_request, too_many_requests (more than 2 a second per
-// connection), not_conversation_member.
+// connection), not_conversation_member, blocked (a single chat whose other
+// party does not accept the caller's messages).
 func (r *Realtime) Typing(ctx context.Context, userID, connID string, req TypingRequest) (TypingResult, error) {
 	if err := req.Validate(); err != nil {
 		return TypingResult{}, err
@@ -255,6 +266,15 @@ func (r *Realtime) audience(ctx context.Context, user, conversationID string) ([
 	}
 	if a == b {
 		return []string{a}, nil
+	}
+	if r.dm != nil {
+		peer := a
+		if peer == user {
+			peer = b
+		}
+		if err := r.dm.CheckDM(ctx, user, peer); err != nil {
+			return nil, err
+		}
 	}
 	return []string{a, b}, nil
 }

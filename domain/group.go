@@ -18,6 +18,9 @@ const (
 	MemberNormal MemberStatus = 0
 	MemberLeft   MemberStatus = 1
 	MemberKicked MemberStatus = 2
+	// MemberBanned: removed, and refused re-joining and invitations until
+	// unbanned (docs/moderation.md).
+	MemberBanned MemberStatus = 3
 )
 
 // GroupStatus is whether a group accepts messages.
@@ -43,8 +46,10 @@ type Group struct {
 	// InvitePermission is who may add others: "members", "admins", or ""
 	// for the server's group.invite_permission.
 	InvitePermission string
-	CreatedAt        int64
-	UpdatedAt        int64
+	// Muted: only the owner and admins may send (docs/moderation.md).
+	Muted     bool
+	CreatedAt int64
+	UpdatedAt int64
 }
 
 // GroupMember is one user's membership. JoinSeq is the first seq the member
@@ -57,6 +62,8 @@ type GroupMember struct {
 	JoinSeq       int64
 	JoinedAt      int64
 	InviterUserID string
+	// MuteUntil is when the member's mute ends (Unix ms); 0 = not muted.
+	MuteUntil int64
 }
 
 // ApplicationStatus is where a join application of an approval group

@@ -17,9 +17,9 @@ import (
 func sampleState() *store.GroupState {
 	return &store.GroupState{
 		Group: domain.Group{ID: "g1", Name: "名字 with\nnewline \"quotes\"", Introduction: "i", Avatar: "a", Status: domain.GroupDismissed,
-			CreatorUserID: "alice", OwnerUserID: "bob", GroupType: 2, JoinPolicy: "invite_only", CreatedAt: 1, UpdatedAt: 2},
+			CreatorUserID: "alice", OwnerUserID: "bob", GroupType: 2, JoinPolicy: "invite_only", Muted: true, CreatedAt: 1, UpdatedAt: 2},
 		Members: map[string]store.MemberState{
-			"alice": {Role: domain.RoleMember, Status: domain.MemberKicked, JoinSeq: 1, CapSeq: 40},
+			"alice": {Role: domain.RoleMember, Status: domain.MemberBanned, JoinSeq: 1, CapSeq: 40, MuteUntil: 1_795_000_000_000},
 			"bob":   {Role: domain.RoleOwner, Status: domain.MemberNormal, JoinSeq: 1, RecvMsgOpt: 2},
 			"c-_9":  {Role: domain.RoleAdmin, Status: domain.MemberLeft, JoinSeq: 99, CapSeq: 120, RecvMsgOpt: 1},
 		},
@@ -35,6 +35,11 @@ func TestGroupStateEncodingRoundTrips(t *testing.T) {
 		if !reflect.DeepEqual(got, st) {
 			t.Fatalf("round trip:\n got %+v\nwant %+v", got, st)
 		}
+	}
+	// A line written before mute_until decodes with none.
+	old, err := store.DecodeGroupState(`{"id":"g"}` + "\nalice 20 0 3 0 1")
+	if err != nil || old.Members["alice"] != (store.MemberState{Role: domain.RoleMember, JoinSeq: 3, RecvMsgOpt: 1}) {
+		t.Fatalf("a line without mute_until: %+v %v", old, err)
 	}
 	for _, bad := range []string{"not json", `{"id":"g"}` + "\nalice 1 2", `{"id":"g"}` + "\nalice 1 2 x 4 5"} {
 		if _, err := store.DecodeGroupState(bad); err == nil {

@@ -41,6 +41,8 @@ type MemberState struct {
 	JoinSeq    int64
 	CapSeq     int64
 	RecvMsgOpt int
+	// MuteUntil is when the member's mute ends (Unix ms); 0 = not muted.
+	MuteUntil int64
 }
 
 // Active reports whether the member is in the group (status normal).
@@ -220,9 +222,10 @@ func (r *GroupRepo) State(ctx context.Context, groupID string) (*GroupState, err
 		JoinSeq    int64
 		CapSeq     int64
 		RecvMsgOpt int
+		MuteUntil  int64
 	}
 	err = r.db.Gorm.WithContext(ctx).Table("group_members AS gm").
-		Select("gm.user_id, gm.role_level, gm.status, gm.join_seq, COALESCE(su.max_seq, 0) AS cap_seq, COALESCE(c.recv_msg_opt, 0) AS recv_msg_opt").
+		Select("gm.user_id, gm.role_level, gm.status, gm.join_seq, gm.mute_until, COALESCE(su.max_seq, 0) AS cap_seq, COALESCE(c.recv_msg_opt, 0) AS recv_msg_opt").
 		Joins("LEFT JOIN seq_users su ON su.user_id = gm.user_id AND su.conversation_id = ?", conv).
 		Joins("LEFT JOIN conversations c ON c.owner_id = gm.user_id AND c.conversation_id = ?", conv).
 		Where("gm.group_id = ?", groupID).Scan(&rows).Error
@@ -232,7 +235,7 @@ func (r *GroupRepo) State(ctx context.Context, groupID string) (*GroupState, err
 	st := &GroupState{Group: g, Members: make(map[string]MemberState, len(rows))}
 	for _, row := range rows {
 		st.Members[row.UserID] = MemberState{Role: domain.RoleLevel(row.RoleLevel), Status: domain.MemberStatus(row.Status),
-			JoinSeq: row.JoinSeq, CapSeq: row.CapSeq, RecvMsgOpt: row.RecvMsgOpt}
+			JoinSeq: row.JoinSeq, CapSeq: row.CapSeq, RecvMsgOpt: row.RecvMsgOpt, MuteUntil: row.MuteUntil}
 	}
 	return st, nil
 }
@@ -241,13 +244,13 @@ func (row groupRow) toDomain() domain.Group {
 	return domain.Group{
 		ID: row.ID, Name: row.Name, Introduction: row.Introduction, Avatar: row.Avatar, Status: domain.GroupStatus(row.Status),
 		CreatorUserID: row.CreatorUserID, OwnerUserID: row.OwnerUserID, GroupType: row.GroupType, JoinPolicy: row.JoinPolicy,
-		InvitePermission: row.InvitePermission, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
+		InvitePermission: row.InvitePermission, Muted: row.Muted, CreatedAt: row.CreatedAt, UpdatedAt: row.UpdatedAt,
 	}
 }
 
 func (row groupMemberRow) toDomain() domain.GroupMember {
 	return domain.GroupMember{
 		GroupID: row.GroupID, UserID: row.UserID, RoleLevel: domain.RoleLevel(row.RoleLevel), Status: domain.MemberStatus(row.Status),
-		JoinSeq: row.JoinSeq, JoinedAt: row.JoinedAt, InviterUserID: row.InviterUserID,
+		JoinSeq: row.JoinSeq, JoinedAt: row.JoinedAt, InviterUserID: row.InviterUserID, MuteUntil: row.MuteUntil,
 	}
 }

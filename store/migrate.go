@@ -30,6 +30,25 @@ var migrations = []migration{
 	{7, "users.group_invites (who may add a user to groups)", migrateGroupInvites},
 	{8, "deployment: the database's identity and the Redis key prefix it belongs to", migrateDeployment},
 	{9, "users.dm_policy, user_blocks (who may write to a user)", migrateBlocks},
+	{10, "groups.muted, group_members.mute_until (group moderation)", migrateGroupMutes},
+}
+
+// migrateGroupMutes is migration 10 (docs/moderation.md): groups.muted
+// (false) and group_members.mute_until (0) for every existing row. Bans
+// are a member status (3) and need no column.
+func migrateGroupMutes(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if !m.HasColumn(&groupRow{}, "Muted") {
+		if err := m.AddColumn(&groupRow{}, "Muted"); err != nil {
+			return fmt.Errorf("add groups.muted: %w", err)
+		}
+	}
+	if !m.HasColumn(&groupMemberRow{}, "MuteUntil") {
+		if err := m.AddColumn(&groupMemberRow{}, "MuteUntil"); err != nil {
+			return fmt.Errorf("add group_members.mute_until: %w", err)
+		}
+	}
+	return nil
 }
 
 // migrateBlocks is migration 9 (docs/moderation.md): users.dm_policy,

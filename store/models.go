@@ -41,8 +41,10 @@ type groupRow struct {
 	// InvitePermission is "members", "admins" or '' (the server's
 	// group.invite_permission); added by migration 6.
 	InvitePermission string `gorm:"column:invite_permission;type:varchar(16);not null;default:''"`
-	CreatedAt        int64  `gorm:"column:created_at;not null;autoCreateTime:false"`
-	UpdatedAt        int64  `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// Muted: only the owner and admins may send; added by migration 10.
+	Muted     bool  `gorm:"column:muted;not null;default:false"`
+	CreatedAt int64 `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt int64 `gorm:"column:updated_at;not null;autoUpdateTime:false"`
 }
 
 func (groupRow) TableName() string { return "groups" }
@@ -75,8 +77,11 @@ type groupMemberRow struct {
 	JoinedAt      int64   `gorm:"column:joined_at;not null"`
 	JoinSeq       int64   `gorm:"column:join_seq;not null;default:0"`
 	InviterUserID string  `gorm:"column:inviter_user_id;type:varchar(64);not null;default:''"`
-	CreatedAt     int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
-	UpdatedAt     int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// MuteUntil is when the member's mute ends (Unix ms, 0 = none); added
+	// by migration 10.
+	MuteUntil int64 `gorm:"column:mute_until;not null;default:0"`
+	CreatedAt int64 `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt int64 `gorm:"column:updated_at;not null;autoUpdateTime:false"`
 }
 
 func (groupMemberRow) TableName() string { return "group_members" }

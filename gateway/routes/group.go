@@ -89,6 +89,10 @@ func groupOps(svc *group.Service, invites InviteLimiter) []groupOp {
 		}),
 		op("POST", "/group/update", true, svc.Update),
 		op("POST", "/group/application/respond", false, svc.RespondApplication),
+		op("POST", "/group/mute_member", true, svc.MuteMember),
+		op("POST", "/group/mute", true, svc.Mute),
+		op("POST", "/group/ban", true, svc.Ban),
+		op("POST", "/group/unban", true, svc.Unban),
 	}
 }
 

@@ -257,8 +257,9 @@ func TestOpenAPIDocumentsEveryGroupRoute(t *testing.T) {
 func TestGroupServerAPIRoutes(t *testing.T) {
 	rec := &routeRecorder{public: true}
 	routes.GroupServerAPI(rec, nil, nil, nil)
-	want := []string{"GET /api/group/info", "POST /api/group/create", "POST /api/group/dismiss", "POST /api/group/invite",
-		"POST /api/group/kick", "POST /api/group/quit", "POST /api/group/set_role", "POST /api/group/transfer", "POST /api/group/update"}
+	want := []string{"GET /api/group/info", "POST /api/group/ban", "POST /api/group/create", "POST /api/group/dismiss", "POST /api/group/invite",
+		"POST /api/group/kick", "POST /api/group/mute", "POST /api/group/mute_member", "POST /api/group/quit", "POST /api/group/set_role",
+		"POST /api/group/transfer", "POST /api/group/unban", "POST /api/group/update"}
 	sort.Strings(rec.routes)
 	if !slices.Equal(rec.routes, want) {
 		t.Fatalf("registered %v\nwant %v", rec.routes, want)

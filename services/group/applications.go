@@ -178,6 +178,8 @@ func (s *Service) admit(ctx context.Context, groupID, op, userID string) (*Membe
 	case err == nil && m.Status == domain.MemberNormal:
 		mj := MemberOf(m)
 		return &mj, nil
+	case err == nil && m.Status == domain.MemberBanned:
+		return nil, domain.NewError(domain.ErrForbidden, "user_id: "+userID+" is banned from this group; unban them first")
 	case err != nil && !errors.Is(err, domain.ErrNotGroupMember):
 		return nil, err
 	}

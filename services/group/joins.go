@@ -83,8 +83,9 @@ func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) 
 // notification. On an approval group it files an application instead
 // (JoinWithMessage) and answers status "pending". Joining again while a
 // member changes nothing. A user who was kicked comes back only through an
-// invitation, whatever the policy. Errors: group_not_found,
-// group_dismissed, join_not_allowed (invite_only, or kicked).
+// invitation, whatever the policy, and a banned user not at all.
+// Errors: group_not_found, group_dismissed, join_not_allowed (invite_only,
+// kicked, or banned).
 func (s *Service) Join(ctx context.Context, caller, groupID string) (MemberJSON, error) {
 	return s.JoinWithMessage(ctx, caller, groupID, "")
 }
@@ -105,6 +106,8 @@ func (s *Service) JoinWithMessage(ctx context.Context, caller, groupID, reqMsg s
 			return nil
 		case err == nil && m.Status == domain.MemberKicked:
 			return domain.NewError(domain.ErrJoinNotAllowed, "you were removed from this group; only an invitation brings you back")
+		case err == nil && m.Status == domain.MemberBanned:
+			return domain.NewError(domain.ErrJoinNotAllowed, "you are banned from this group")
 		}
 		switch g.JoinPolicy {
 		case PolicyOpen:
@@ -129,8 +132,8 @@ func (s *Service) JoinWithMessage(ctx context.Context, caller, groupID, reqMsg s
 // active member may invite, or only owner and admins when the group's
 // invite_permission (else group.invite_permission) is admins. Errors: group_not_found,
 // group_dismissed, not_group_member / member_not_active (caller),
-// forbidden, blocked (a user whose group_invites refuses caller, or who
-// blocked caller),
+// forbidden (also for a user banned from the group), blocked (a user whose
+// group_invites refuses caller, or who blocked caller),
 // user_not_found, bad_request (too many users), too_many_requests
 // (limits.group_added).
 func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (InviteResult, error) {
@@ -167,6 +170,9 @@ func (s *Service) Invite(ctx context.Context, caller string, req UsersRequest) (
 			} else {
 				add = append(add, id)
 			}
+		}
+		if err := refuseBanned("user_ids", rows, add); err != nil {
+			return err
 		}
 		if err := s.acceptedAdds(ctx, caller, "user_ids", add); err != nil {
 			return err

@@ -1,6 +1,8 @@
 package group
 
 import (
+	"time"
+
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 )
@@ -63,8 +65,10 @@ type GroupJSON struct {
 	CreatorUserID    string `json:"creator_user_id"`
 	Status           string `json:"status"`
 	MemberCount      int    `json:"member_count"`
-	CreatedAt        int64  `json:"created_at"`
-	UpdatedAt        int64  `json:"updated_at"`
+	// Muted: only the owner and admins may send (absent when not).
+	Muted     bool  `json:"muted,omitempty"`
+	CreatedAt int64 `json:"created_at"`
+	UpdatedAt int64 `json:"updated_at"`
 }
 
 // GroupOf renders g with its number of active members.
@@ -76,12 +80,12 @@ func GroupOf(g domain.Group, memberCount int) GroupJSON {
 	return GroupJSON{
 		GroupID: g.ID, Name: g.Name, Introduction: g.Introduction, Avatar: g.Avatar, GroupType: g.GroupType,
 		JoinPolicy: g.JoinPolicy, InvitePermission: g.InvitePermission, OwnerUserID: g.OwnerUserID, CreatorUserID: g.CreatorUserID, Status: status,
-		MemberCount: memberCount, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
+		MemberCount: memberCount, Muted: g.Muted, CreatedAt: g.CreatedAt, UpdatedAt: g.UpdatedAt,
 	}
 }
 
 // MemberJSON is a group member on the wire: role_level 100 owner, 60 admin,
-// 20 member; status "normal", "left" or "kicked"; join_seq is the first seq
+// 20 member; status "normal", "left", "kicked" or "banned"; join_seq is the first seq
 // the member may see. /group/join on an approval group answers status
 // "pending" (an application was filed; role_level and join_seq are 0).
 type MemberJSON struct {
@@ -92,6 +96,9 @@ type MemberJSON struct {
 	JoinSeq       int64  `json:"join_seq"`
 	JoinedAt      int64  `json:"joined_at"`
 	InviterUserID string `json:"inviter_user_id"`
+	// MuteUntil is when the member's mute ends (Unix ms); absent when not
+	// muted.
+	MuteUntil int64 `json:"mute_until,omitempty"`
 }
 
 // MemberOf renders m.
@@ -102,9 +109,15 @@ func MemberOf(m domain.GroupMember) MemberJSON {
 		status = "left"
 	case domain.MemberKicked:
 		status = "kicked"
+	case domain.MemberBanned:
+		status = "banned"
 	}
-	return MemberJSON{GroupID: m.GroupID, UserID: m.UserID, RoleLevel: int(m.RoleLevel), Status: status,
+	mj := MemberJSON{GroupID: m.GroupID, UserID: m.UserID, RoleLevel: int(m.RoleLevel), Status: status,
 		JoinSeq: m.JoinSeq, JoinedAt: m.JoinedAt, InviterUserID: m.InviterUserID}
+	if m.MuteUntil > time.Now().UnixMilli() {
+		mj.MuteUntil = m.MuteUntil
+	}
+	return mj
 }
 
 // CreateRequest is the body of POST /group/create.

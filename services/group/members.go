@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/prometheus/client_golang/prometheus"
@@ -200,20 +201,22 @@ func (m *Members) SetRecvMsgOpt(ctx context.Context, groupID, userID string, opt
 // CheckSend implements chat.GroupGate: nil when userID is an active member
 // of a group whose status is normal. Otherwise domain.ErrGroupNotFound,
 // ErrNotGroupMember (never joined), ErrMemberNotActive (quit or kicked) or
-// ErrGroupDismissed, in that order. It reads only the cache and writes
-// nothing.
+// ErrGroupDismissed, in that order; then forbidden for a muted member, or
+// a plain member of a muted group. It reads only the cache and writes
+// nothing: a mute costs a send nothing more.
 func (m *Members) CheckSend(ctx context.Context, groupID, userID string) error {
 	s, err := m.get(ctx, groupID)
 	if err != nil {
 		return fmt.Errorf("check sender %s in group %s: %w", userID, groupID, err)
 	}
-	if _, err := s.activeMember(groupID, userID); err != nil {
+	mem, err := s.activeMember(groupID, userID)
+	if err != nil {
 		return err
 	}
 	if s.state.Group.Status != domain.GroupNormal {
 		return fmt.Errorf("group %s: %w", groupID, domain.ErrGroupDismissed)
 	}
-	return nil
+	return checkMuted(s.state.Group, mem, time.Now())
 }
 
 // activeMember returns userID's state if it is an active member.

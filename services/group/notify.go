@@ -23,20 +23,27 @@ const (
 	NotifyRoleChanged      domain.MsgType = 1507
 	NotifyGroupDismissed   domain.MsgType = 1508
 	NotifyGroupUpdated     domain.MsgType = 1509
+	NotifyMemberMuted      domain.MsgType = 1510
+	NotifyGroupMuted       domain.MsgType = 1511
+	NotifyMemberBanned     domain.MsgType = 1512
+	NotifyMemberUnbanned   domain.MsgType = 1513
 )
 
 var notifyNames = map[domain.MsgType]string{
 	NotifyGroupCreated: "group_created", NotifyMemberJoined: "member_joined", NotifyMemberInvited: "member_invited",
 	NotifyMemberQuit: "member_quit", NotifyMemberKicked: "member_kicked", NotifyOwnerTransferred: "owner_transferred",
 	NotifyRoleChanged: "role_changed", NotifyGroupDismissed: "group_dismissed", NotifyGroupUpdated: "group_updated",
+	NotifyMemberMuted: "member_muted", NotifyGroupMuted: "group_muted", NotifyMemberBanned: "member_banned",
+	NotifyMemberUnbanned: "member_unbanned",
 }
 
 // NotificationJSON is the content.custom of a group notification.
 // UserIDs are the users the change is about: the members of a new group,
 // who joined, was invited, quit or was kicked, the new owner, the member
-// whose role changed. Group is the group after the change (created,
-// transferred, dismissed, updated); Changed lists the fields an update
-// changed.
+// whose role changed, muted, banned or unbanned. Group is the group after
+// the change (created, transferred, dismissed, updated); Changed lists the
+// fields an update changed; MuteUntil is when a member's mute ends (0:
+// lifted); Muted is a group mute's new state.
 type NotificationJSON struct {
 	GroupID    string     `json:"group_id"`
 	OpUserID   string     `json:"op_user_id"`
@@ -46,6 +53,8 @@ type NotificationJSON struct {
 	NewOwnerID string     `json:"new_owner_id,omitempty"`
 	Changed    []string   `json:"changed,omitempty"`
 	Group      *GroupJSON `json:"group,omitempty"`
+	MuteUntil  int64      `json:"mute_until,omitempty"`
+	Muted      *bool      `json:"muted,omitempty"`
 }
 
 // Notifier sends a server-made message through the message pipeline
@@ -80,7 +89,7 @@ func (s *Service) notify(ctx context.Context, t domain.MsgType, n NotificationJS
 // cap is the notification's seq, so they see it). nil for any other message.
 func notificationTargets(m *domain.Message) []string {
 	switch m.MsgType {
-	case NotifyGroupCreated, NotifyMemberJoined, NotifyMemberInvited, NotifyMemberQuit, NotifyMemberKicked:
+	case NotifyGroupCreated, NotifyMemberJoined, NotifyMemberInvited, NotifyMemberQuit, NotifyMemberKicked, NotifyMemberBanned:
 	default:
 		return nil
 	}

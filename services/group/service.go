@@ -25,6 +25,9 @@ import (
 
 // Groups is the group storage the service needs (store.GroupRepo).
 type Groups interface {
+	SetMuted(ctx context.Context, groupID string, muted bool) error
+	SetMuteUntil(ctx context.Context, groupID, userID string, until int64) error
+	SetStatusFrom(ctx context.Context, groupID, userID string, from []domain.MemberStatus, status domain.MemberStatus) (bool, error)
 	Create(ctx context.Context, g domain.Group, members []domain.GroupMember) (domain.Group, error)
 	Get(ctx context.Context, groupID string) (domain.Group, error)
 	Member(ctx context.Context, groupID, userID string) (domain.GroupMember, error)

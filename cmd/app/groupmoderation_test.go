@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // groupSend sends a text to group g over WebSocket (c) and returns the
@@ -164,5 +165,61 @@ func TestGroupModerationOnEveryPath(t *testing.T) {
 
 	for _, action := range []string{"mute_member", "mute_group", "ban", "unban"} {
 		auditLine(t, logs, "group_moderation", map[string]string{"action": action, "group_id": g})
+	}
+}
+
+// TestModerationAcrossInstances: a block made through one instance refuses
+// sends through another within the DM gate's cache time (1 s), and a
+// group ban or mute through one refuses sends through the other at once
+// (the member cache is invalidated everywhere).
+func TestModerationAcrossInstances(t *testing.T) {
+	t.Parallel()
+	nodes := startCluster(t, 2, nil)
+	a, b := nodes[0].base, nodes[1].base
+	tok := map[string]string{}
+	for _, u := range []string{"alice", "mallory", "carol"} {
+		tok[u] = user(t, a, u)
+	}
+	// mallory's decision is cached on b before the block.
+	if code, env := httpSend(t, b, tok["mallory"], "alice", "x-0"); code != 200 {
+		t.Fatalf("before the block: %d %v", code, env)
+	}
+	if code, env := call(t, "POST", a+"/user/block", `{"user_id":"mallory"}`, tok["alice"]); code != 200 {
+		t.Fatalf("block on n1: %d %v", code, env)
+	}
+	blockedAt := time.Now()
+	for i := 0; ; i++ {
+		code, env := httpSend(t, b, tok["mallory"], "alice", fmt.Sprint("x-", i+1))
+		if env["err_msg"] == "blocked" {
+			break
+		}
+		if code != 200 || time.Since(blockedAt) > 1500*time.Millisecond {
+			t.Fatalf("a send through n2 %v after the block on n1: %d %v", time.Since(blockedAt), code, env)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	code, env := call(t, "POST", a+"/group/create", `{"name":"x","member_ids":["mallory","carol"]}`, tok["alice"])
+	if code != 200 {
+		t.Fatalf("create: %d %v", code, env)
+	}
+	g := dataField(env, "group_id")
+	if r := groupSendHTTP(t, b, tok["carol"], g, "c-1"); r != "" {
+		t.Fatalf("before the mute: %q", r)
+	}
+	if code, env := call(t, "POST", a+"/group/mute_member", fmt.Sprintf(`{"group_id":%q,"user_id":"carol","seconds":60}`, g), tok["alice"]); code != 200 {
+		t.Fatalf("mute on n1: %d %v", code, env)
+	}
+	if r := groupSendHTTP(t, b, tok["carol"], g, "c-2"); r != "forbidden" {
+		t.Fatalf("a muted member's send through n2: %q", r)
+	}
+	if code, env := call(t, "POST", a+"/group/ban", fmt.Sprintf(`{"group_id":%q,"user_id":"mallory"}`, g), tok["alice"]); code != 200 {
+		t.Fatalf("ban on n1: %d %v", code, env)
+	}
+	if r := groupSendHTTP(t, b, tok["mallory"], g, "m-1"); r != "member_not_active" {
+		t.Fatalf("a banned user's send through n2: %q", r)
+	}
+	if code, env := call(t, "POST", b+"/group/join", fmt.Sprintf(`{"group_id":%q}`, g), tok["mallory"]); env["err_msg"] != "join_not_allowed" {
+		t.Fatalf("a banned user's join through n2: %d %v", code, env)
 	}
 }

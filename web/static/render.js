@@ -49,7 +49,7 @@ function names(ids, client) {
   return (ids || []).map((id) => client.nameOf(id)).join(', ');
 }
 
-/** notificationText is a group notification (msg_type 1501–1509) in words. */
+/** notificationText is a group notification (msg_type 1501–1513) in words. */
 export function notificationText(m, client) {
   const n = notificationBody(m) || {};
   const op = n.op_user_id || m.sender_id;
@@ -69,6 +69,10 @@ export function notificationText(m, client) {
     case 1507: return `${who} made ${about} ${n.role_level === 60 ? 'an admin' : 'a member'}`;
     case 1508: return `${who} dismissed the group`;
     case 1509: return `${who} changed the group’s ${(n.changed || ['details']).join(', ').replaceAll('_', ' ')}`;
+    case 1510: return n.mute_until ? `${who} muted ${about}` : `${who} unmuted ${about}`;
+    case 1511: return n.muted ? `${who} muted the group: only the owner and admins can send` : `${who} unmuted the group`;
+    case 1512: return `${who} banned ${about}`;
+    case 1513: return `${who} lifted the ban of ${about}`;
     case 1600: return `${who} recalled a message`;
     default: return `Notification (${m.msg_type})`;
   }

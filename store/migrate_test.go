@@ -46,6 +46,8 @@ func TestMigrateIsIdempotentAndComplete(t *testing.T) {
 			for table, cols := range map[string][]string{
 				"users":             {"password_hash", "group_invites", "dm_policy"},
 				"user_blocks":       {"blocker_id", "blocked_id", "created_at"},
+				"groups":            {"muted"},
+				"group_members":     {"mute_until"},
 				"deployment":        {"uuid", "key_prefix"},
 				"messages":          {"server_msg_id", "status", "at_user_ids"},
 				"seq_users":         {"delivered_seq", "read_seq", "min_seq", "max_seq"},

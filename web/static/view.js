@@ -194,11 +194,12 @@ export class View {
       c.notice(`Could not open the conversation: ${err.message}`, 'error');
       return;
     }
+    if (this.listeners.signal.aborted) return; // signed out meanwhile
     this.render();
     for (const old of $('messages').querySelectorAll('li[data-found]')) delete old.dataset.found;
     const li = $('messages').querySelector(`li[data-seq="${seq}"]`);
     if (!li) {
-      c.notice('That message is no longer available.');
+      c.notice('That message is further back than one click loads: use “Load earlier messages”.');
       return;
     }
     li.dataset.found = '';

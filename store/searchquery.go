@@ -123,12 +123,18 @@ func (r *SearchRepo) searchSQL(q SearchQuery) (string, []any) {
 		sb.WriteString("SELECT ")
 	}
 	sb.WriteString("m.*, s.field AS search_field, s.body AS search_body FROM ")
-	if r.backend == SearchFTS5 {
-		sb.WriteString("message_search_fts f JOIN message_search s ON s.id = f.rowid")
-	} else {
-		sb.WriteString("message_search s")
+	switch {
+	case r.backend == SearchFTS5 && ftsIndexed(q.Keyword):
+		sb.WriteString("message_search_fts f JOIN message_search s ON s.id = f.rowid JOIN")
+	case r.backend == SearchFTS5:
+		// A scan (the keyword is too short for the index): SQLite's CROSS
+		// JOIN keeps message_search the outer table, so the scan reads
+		// the short search rows, not the messages with their content.
+		sb.WriteString("message_search s CROSS JOIN")
+	default:
+		sb.WriteString("message_search s JOIN")
 	}
-	sb.WriteString(" JOIN messages m ON m.conversation_id = s.conversation_id AND m.seq = s.seq")
+	sb.WriteString(" messages m ON m.conversation_id = s.conversation_id AND m.seq = s.seq")
 	sb.WriteString(visibleJoins)
 	args = append(args, q.UserID, q.UserID, q.UserID)
 	sb.WriteString(" WHERE ")
@@ -175,6 +181,10 @@ func (r *SearchRepo) searchSQL(q SearchQuery) (string, []any) {
 	return sb.String(), args
 }
 
+// ftsIndexed reports whether SQLite's trigram index can answer keyword:
+// a phrase of 3 characters or more.
+func ftsIndexed(keyword string) bool { return utf8.RuneCountInString(keyword) >= 3 }
+
 // matchSQL is the backend's condition for keyword as literal text, and
 // its rank expression ("" when the backend cannot rank this keyword).
 func (r *SearchRepo) matchSQL(keyword string) (match string, args []any, rank string, rankArgs []any) {
@@ -183,10 +193,12 @@ func (r *SearchRepo) matchSQL(keyword string) (match string, args []any, rank st
 		// A trigram index matches phrases of 3 characters or more; a
 		// shorter keyword (2 CJK characters) is a LIKE, which the same
 		// table answers by scanning.
-		if utf8.RuneCountInString(keyword) >= 3 {
+		if ftsIndexed(keyword) {
 			return "message_search_fts MATCH ?", []any{fts5Phrase(keyword)}, "f.rank", nil
 		}
-		return `f.body LIKE ? ESCAPE '\'`, []any{likePattern(keyword)}, "", nil
+		// On the table itself, not through the FTS table: the scan then
+		// reads each body once and joins messages only for the matches.
+		return `s.body LIKE ? ESCAPE '\'`, []any{likePattern(keyword)}, "", nil
 	case SearchMroonga:
 		p := groongaPhrase(keyword)
 		return "MATCH(s.body) AGAINST(? IN BOOLEAN MODE)", []any{p},

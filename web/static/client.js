@@ -12,6 +12,8 @@ import { GroupMethods } from './groups.js';
 
 /** PAGE is how many messages one "load earlier" or first open asks for. */
 export const PAGE = 50;
+/** MAX_PAGES_TO_SEQ bounds the pages openAt loads to reach an old message (PAGE each). */
+const MAX_PAGES_TO_SEQ = 40;
 /** PULL_LIMIT is the most seqs one pull returns (the server clamps at 100). */
 const PULL_LIMIT = 100;
 /** PENDING_RETRY_MS: how long after a page stopped at an in-flight seq the fill looks again. */
@@ -246,6 +248,27 @@ export class Client {
     if (c.isGroup) this.loadMembers(c.groupID);
     this.scheduleAck(c);
     this.changed();
+  }
+
+  /**
+   * openAt opens the conversation id and loads earlier pages until seq is
+   * held (a search result's message), at most MAX_PAGES_TO_SEQ pages; it
+   * returns the conversation.
+   */
+  async openAt(id, seq) {
+    const c = this.conv(id);
+    await this.open(c);
+    for (let i = 0; i < MAX_PAGES_TO_SEQ && c.anchored && !c.allEarlier && c.lo > seq; i++) {
+      const lo = c.lo;
+      await this.loadEarlier(c);
+      if (c.lo === lo) break; // nothing came: a gap the server cannot fill yet
+    }
+    return c;
+  }
+
+  /** search runs POST /msg/search with q ({keyword, conversation_id?, cursor?, limit?}) and returns its data. */
+  search(q) {
+    return this.api.post('/msg/search', q);
   }
 
   /** firstLoad anchors the contiguous run of a conversation opened for the first time. */

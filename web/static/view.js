@@ -5,6 +5,7 @@
 
 import { conversationItem, el, messageKey, renderMessage, updateConversation } from './render.js';
 import { validID } from './ids.js';
+import { SearchPanel } from './search.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -181,6 +182,30 @@ export class View {
     $('banner-action').addEventListener('click', () => {
       if (this.bannerAction) this.bannerAction();
     }, opts);
+    this.search = new SearchPanel(c, { signal: this.listeners.signal, onOpen: (id, seq) => this.openAt(id, seq) });
+  }
+
+  /** openAt opens a search result: its conversation, scrolled to its message, which is marked and focused. */
+  async openAt(id, seq) {
+    const c = this.client;
+    try {
+      await c.openAt(id, seq);
+    } catch (err) {
+      c.notice(`Could not open the conversation: ${err.message}`, 'error');
+      return;
+    }
+    if (this.listeners.signal.aborted) return; // signed out meanwhile
+    this.render();
+    for (const old of $('messages').querySelectorAll('li[data-found]')) delete old.dataset.found;
+    const li = $('messages').querySelector(`li[data-seq="${seq}"]`);
+    if (!li) {
+      c.notice('That message is further back than one click loads: use “Load earlier messages”.');
+      return;
+    }
+    li.dataset.found = '';
+    li.tabIndex = -1;
+    li.scrollIntoView({ block: 'center' });
+    li.focus({ preventScroll: true });
   }
 
   openDialog(id, focusID) {
@@ -308,6 +333,7 @@ export class View {
     this.renderNotices();
     this.renderList();
     this.renderChat();
+    this.search.update();
   }
 
   banner(text, action, fn) {

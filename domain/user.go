@@ -26,61 +26,56 @@ const (
 	MaxPasswordLen = 128
 )
 
-// GroupInvites is a user's choice of who may add them to a group (create
-// with them as a member, or invite them): the profile field group_invites.
-type GroupInvites string
+// Audience is a user's choice of who may reach them one way: everyone,
+// only users who share a group with them, or nobody. The profile fields
+// group_invites (GroupInvites) and dm_policy (DMPolicy) take these values.
+type Audience string
+
+// The audience choices.
+const (
+	// AudienceEveryone: anyone (the default).
+	AudienceEveryone Audience = "everyone"
+	// AudienceSharedGroups: only users who are active members of a group
+	// the user is an active member of.
+	AudienceSharedGroups Audience = "shared_groups"
+	// AudienceNobody: nobody.
+	AudienceNobody Audience = "nobody"
+)
+
+// Valid reports whether a is one of the choices.
+func (a Audience) Valid() bool {
+	return a == AudienceEveryone || a == AudienceSharedGroups || a == AudienceNobody
+}
+
+// OrDefault is a, or AudienceEveryone when a is unset.
+func (a Audience) OrDefault() Audience {
+	if a == "" {
+		return AudienceEveryone
+	}
+	return a
+}
+
+// GroupInvites is who may add the user to a group (create with them as a
+// member, or invite them); nobody means they join by themselves.
+type GroupInvites = Audience
 
 // The group_invites choices.
 const (
-	// InvitesEveryone: anyone may add the user (the default).
-	InvitesEveryone GroupInvites = "everyone"
-	// InvitesSharedGroups: only users who are active members of a group
-	// the user is an active member of.
-	InvitesSharedGroups GroupInvites = "shared_groups"
-	// InvitesNobody: nobody may add the user; they join by themselves.
-	InvitesNobody GroupInvites = "nobody"
+	InvitesEveryone     = AudienceEveryone
+	InvitesSharedGroups = AudienceSharedGroups
+	InvitesNobody       = AudienceNobody
 )
 
-// Valid reports whether g is one of the choices.
-func (g GroupInvites) Valid() bool {
-	return g == InvitesEveryone || g == InvitesSharedGroups || g == InvitesNobody
-}
-
-// OrDefault is g, or InvitesEveryone when g is unset.
-func (g GroupInvites) OrDefault() GroupInvites {
-	if g == "" {
-		return InvitesEveryone
-	}
-	return g
-}
-
-// DMPolicy is a user's choice of who may send them single-chat messages
-// and typing indicators: the profile field dm_policy.
-type DMPolicy string
+// DMPolicy is who may send the user single-chat messages and typing
+// indicators.
+type DMPolicy = Audience
 
 // The dm_policy choices.
 const (
-	// DMEveryone: anyone may write to the user (the default).
-	DMEveryone DMPolicy = "everyone"
-	// DMSharedGroups: only users who are active members of a group the
-	// user is an active member of.
-	DMSharedGroups DMPolicy = "shared_groups"
-	// DMNobody: nobody may write to the user in a single chat.
-	DMNobody DMPolicy = "nobody"
+	DMEveryone     = AudienceEveryone
+	DMSharedGroups = AudienceSharedGroups
+	DMNobody       = AudienceNobody
 )
-
-// Valid reports whether p is one of the choices.
-func (p DMPolicy) Valid() bool {
-	return p == DMEveryone || p == DMSharedGroups || p == DMNobody
-}
-
-// OrDefault is p, or DMEveryone when p is unset.
-func (p DMPolicy) OrDefault() DMPolicy {
-	if p == "" {
-		return DMEveryone
-	}
-	return p
-}
 
 // MaxBlocks is how many users one user may block.
 const MaxBlocks = 1000

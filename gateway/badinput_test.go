@@ -12,6 +12,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/api"
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
 )
@@ -62,7 +63,7 @@ func (s snapshot) equal(o snapshot) bool {
 func TestBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Alice","password":"correct horse"}`, ""))
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Alice","password":"correct horse"}`, ""))
 	tok := e.login(t, "alice", "correct horse", 5)
 	key := []byte(testSecret)
 	now := time.Now()
@@ -153,7 +154,7 @@ func TestBadInput(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := e.snapshot(t)
 			r := e.do(t, tc.method, tc.path, tc.body, tc.token)
-			wantErr(t, r, tc.reason, tc.field)
+			apitest.Err(t, r, tc.reason, tc.field)
 			if after := e.snapshot(t); !before.equal(after) {
 				t.Fatalf("a refused request wrote something:\nbefore %+v\nafter  %+v", before, after)
 			}
@@ -163,7 +164,7 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("OnLogout called by refused logouts: %v", calls)
 	}
 	// The good token survived all of it.
-	wantOK(t, e.do(t, "GET", "/user/info", "", tok.Token))
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", tok.Token))
 }
 
 // TestPanicIsInternalError: a panicking handler answers 500 internal_error
@@ -173,11 +174,11 @@ func TestPanicIsInternalError(t *testing.T) {
 	e := newEnv(t)
 	e.srv.Route("GET", "/boom", func(context.Context, *app.RequestContext) { panic("boom") }, false)
 	r := e.do(t, "GET", "/boom", "", "")
-	wantErr(t, r, wire.ReasonInternalError, "")
-	if strings.Contains(r.raw, "boom") {
-		t.Fatalf("panic value reached the client: %s", r.raw)
+	apitest.Err(t, r, wire.ReasonInternalError, "")
+	if strings.Contains(r.Raw, "boom") {
+		t.Fatalf("panic value reached the client: %s", r.Raw)
 	}
-	wantOK(t, e.do(t, "GET", "/healthz", "", ""))
+	apitest.OK(t, e.do(t, "GET", "/healthz", "", ""))
 }
 
 // TestRouteAuthenticated: routes added by other packages get the same auth.
@@ -188,11 +189,11 @@ func TestRouteAuthenticated(t *testing.T) {
 		claims, _ := authClaims(c)
 		api.WriteOK(c, claims)
 	}, true)
-	wantErr(t, e.do(t, "GET", "/whoami", "", ""), wire.ReasonTokenMissing, "")
-	wantOK(t, e.do(t, "POST", "/user/register", `{"user_id":"zoe","nickname":"Z","password":"plum-tart-9"}`, ""))
+	apitest.Err(t, e.do(t, "GET", "/whoami", "", ""), wire.ReasonTokenMissing, "")
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"zoe","nickname":"Z","password":"plum-tart-9"}`, ""))
 	tok := e.login(t, "zoe", "plum-tart-9", 7)
 	r := e.do(t, "GET", "/whoami", "", tok.Token)
-	wantOK(t, r)
+	apitest.OK(t, r)
 	if !strings.Contains(string(r.Data), `"zoe"`) {
 		t.Fatalf("claims %s", r.Data)
 	}

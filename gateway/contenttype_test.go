@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudwego/hertz/pkg/common/ut"
 
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/wire"
 )
 
@@ -25,7 +26,7 @@ func TestContentType(t *testing.T) {
 		}
 		res := ut.PerformRequest(e.srv.Hertz().Engine, "POST", "/user/register",
 			&ut.Body{Body: strings.NewReader(body), Len: len(body)}, headers...).Result()
-		r := response{Status: res.StatusCode(), raw: string(res.Body())}
+		r := response{Status: res.StatusCode(), Raw: string(res.Body())}
 		if err := json.Unmarshal(res.Body(), &r); err != nil {
 			t.Fatalf("body %q: %v", res.Body(), err)
 		}
@@ -34,14 +35,14 @@ func TestContentType(t *testing.T) {
 	for _, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain", "text/plain;charset=UTF-8",
 		"multipart/form-data; boundary=x", "application/json; charset=latin1", "application/jsonx", "application/json;;"} {
 		before := e.snapshot(t)
-		wantErr(t, post(ct), wire.ReasonUnsupportedMediaType, "Content-Type")
+		apitest.Err(t, post(ct), wire.ReasonUnsupportedMediaType, "Content-Type")
 		if after := e.snapshot(t); !before.equal(after) {
 			t.Fatalf("Content-Type %q: a refused request wrote something", ct)
 		}
 	}
-	wantOK(t, post("Application/JSON; charset=UTF-8"))
+	apitest.OK(t, post("Application/JSON; charset=UTF-8"))
 	// Bodiless requests need no type.
 	tok := e.login(t, "ctype", "correct horse", 5)
-	wantOK(t, e.do(t, "GET", "/user/info", "", tok.Token))
-	wantOK(t, e.do(t, "POST", "/auth/logout", "", tok.Token))
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", tok.Token))
+	apitest.OK(t, e.do(t, "POST", "/auth/logout", "", tok.Token))
 }

@@ -101,8 +101,8 @@ func TestReadyzDegraded(t *testing.T) {
 		Status   string   `json:"status"`
 		Degraded []string `json:"degraded"`
 	}
-	r.decode(t, &d)
+	r.Decode(t, &d)
 	if r.Status != 200 || d.Status != "degraded" || len(d.Degraded) != 1 || !strings.Contains(d.Degraded[0], "redis_memory: memory 95%") {
-		t.Fatalf("readyz: %d %s", r.Status, r.raw)
+		t.Fatalf("readyz: %d %s", r.Status, r.Raw)
 	}
 }

@@ -2,7 +2,6 @@ package gateway_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
@@ -13,12 +12,12 @@ import (
 
 	"github.com/cloudwego/hertz/pkg/app"
 	"github.com/cloudwego/hertz/pkg/common/hlog"
-	"github.com/cloudwego/hertz/pkg/common/ut"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/wire"
@@ -121,27 +120,7 @@ func newServer(t testing.TB, cfg configs.Config, db *store.DB, rdb redis.Univers
 }
 
 // response is a decoded envelope.
-type response struct {
-	Status  int
-	ErrCode int             `json:"err_code"`
-	ErrMsg  string          `json:"err_msg"`
-	Data    json.RawMessage `json:"data"`
-	raw     string
-}
-
-// detail returns data.detail of an error envelope.
-func (r response) detail() string {
-	var d wire.ErrorData
-	_ = json.Unmarshal(r.Data, &d)
-	return d.Detail
-}
-
-func (r response) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Data, v); err != nil {
-		t.Fatalf("data %s: %v", r.Data, err)
-	}
-}
+type response = apitest.Answer
 
 // do performs a request in-process; token "" sends none.
 func (e *env) do(t *testing.T, method, path, body, token string) response {
@@ -151,47 +130,7 @@ func (e *env) do(t *testing.T, method, path, body, token string) response {
 
 func perform(t *testing.T, srv *gateway.Server, method, path, body, token string) response {
 	t.Helper()
-	var headers []ut.Header
-	if token != "" {
-		headers = append(headers, ut.Header{Key: "Authorization", Value: "Bearer " + token})
-	}
-	var b *ut.Body
-	if body != "" {
-		headers = append(headers, ut.Header{Key: "Content-Type", Value: "application/json"})
-		b = &ut.Body{Body: strings.NewReader(body), Len: len(body)}
-	}
-	w := ut.PerformRequest(srv.Hertz().Engine, method, path, b, headers...)
-	res := w.Result()
-	r := response{Status: res.StatusCode(), raw: string(res.Body())}
-	if err := json.Unmarshal(res.Body(), &r); err != nil {
-		t.Fatalf("%s %s: body %q is not an envelope: %v", method, path, res.Body(), err)
-	}
-	return r
-}
-
-// wantOK fails unless r is a 200 success envelope.
-func wantOK(t *testing.T, r response) {
-	t.Helper()
-	if r.Status != 200 || r.ErrCode != 0 || r.ErrMsg != "" {
-		t.Fatalf("want 200 ok, got %d: %s", r.Status, r.raw)
-	}
-}
-
-// wantErr fails unless r is the error envelope of reason (status and code
-// from the table) and, when field is set, its detail mentions field.
-func wantErr(t *testing.T, r response, reason wire.Reason, field string) {
-	t.Helper()
-	code := wire.Lookup(reason)
-	if r.Status != code.HTTPStatus || r.ErrCode != code.ErrCode || r.ErrMsg != string(reason) {
-		t.Fatalf("want %d %d %s, got %d: %s", code.HTTPStatus, code.ErrCode, reason, r.Status, r.raw)
-	}
-	var d wire.ErrorData
-	if err := json.Unmarshal(r.Data, &d); err != nil || d.Reason != reason {
-		t.Fatalf("data.reason: got %s (%v)", r.Data, err)
-	}
-	if field != "" && !strings.Contains(d.Detail, field) {
-		t.Fatalf("detail %q does not name %q", d.Detail, field)
-	}
+	return apitest.Do(t, srv.Hertz().Engine, method, path, body, token)
 }
 
 func authClaims(c *app.RequestContext) (string, bool) {
@@ -207,17 +146,17 @@ type tokenData struct {
 func (e *env) login(t *testing.T, user, password string, platform int) tokenData {
 	t.Helper()
 	r := e.do(t, "POST", "/auth/login", fmt.Sprintf(`{"user_id":%q,"password":%q,"platform_id":%d}`, user, password, platform), "")
-	wantOK(t, r)
+	apitest.OK(t, r)
 	var tok tokenData
-	r.decode(t, &tok)
+	r.Decode(t, &tok)
 	return tok
 }
 
 func TestHealth(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	wantOK(t, e.do(t, "GET", "/healthz", "", ""))
-	wantOK(t, e.do(t, "GET", "/readyz", "", ""))
+	apitest.OK(t, e.do(t, "GET", "/healthz", "", ""))
+	apitest.OK(t, e.do(t, "GET", "/readyz", "", ""))
 }
 
 func TestReadyzNamesWhatFailed(t *testing.T) {
@@ -227,9 +166,9 @@ func TestReadyzNamesWhatFailed(t *testing.T) {
 		d.Ready = append(d.Ready, gateway.ReadyCheck{Name: "redis-replica", Check: func(context.Context) error { return fmt.Errorf("dial tcp: refused") }})
 	})
 	r := perform(t, down, "GET", "/readyz", "", "")
-	wantErr(t, r, wire.ReasonServerBusy, "redis-replica")
-	if strings.Contains(r.detail(), "refused") || strings.Contains(r.detail(), "database") {
-		t.Fatalf("detail %q: must name only the failed dependency, without its error", r.detail())
+	apitest.Err(t, r, wire.ReasonServerBusy, "redis-replica")
+	if strings.Contains(r.Detail(), "refused") || strings.Contains(r.Detail(), "database") {
+		t.Fatalf("detail %q: must name only the failed dependency, without its error", r.Detail())
 	}
-	wantOK(t, perform(t, down, "GET", "/healthz", "", ""))
+	apitest.OK(t, perform(t, down, "GET", "/healthz", "", ""))
 }

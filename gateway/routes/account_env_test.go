@@ -4,18 +4,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/cloudwego/hertz/pkg/common/hlog"
-	"github.com/cloudwego/hertz/pkg/common/ut"
 	"github.com/redis/go-redis/v9"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/gateway"
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/wire"
@@ -111,64 +110,12 @@ func newAccountEnv(t testing.TB, extra ...func(*accountWiring)) *accountEnv {
 }
 
 // answer is a decoded envelope.
-type answer struct {
-	Status  int
-	ErrCode int             `json:"err_code"`
-	ErrMsg  string          `json:"err_msg"`
-	Data    json.RawMessage `json:"data"`
-	raw     string
-}
-
-func (r answer) decode(t *testing.T, v any) {
-	t.Helper()
-	if err := json.Unmarshal(r.Data, v); err != nil {
-		t.Fatalf("data %s: %v", r.Data, err)
-	}
-}
+type answer = apitest.Answer
 
 // do performs a request in-process; token "" sends none.
 func (e *accountEnv) do(t *testing.T, method, path, body, token string) answer {
 	t.Helper()
-	var headers []ut.Header
-	if token != "" {
-		headers = append(headers, ut.Header{Key: "Authorization", Value: "Bearer " + token})
-	}
-	var b *ut.Body
-	if body != "" {
-		headers = append(headers, ut.Header{Key: "Content-Type", Value: "application/json"})
-		b = &ut.Body{Body: strings.NewReader(body), Len: len(body)}
-	}
-	res := ut.PerformRequest(e.srv.Hertz().Engine, method, path, b, headers...).Result()
-	r := answer{Status: res.StatusCode(), raw: string(res.Body())}
-	if err := json.Unmarshal(res.Body(), &r); err != nil {
-		t.Fatalf("%s %s: body %q is not an envelope: %v", method, path, res.Body(), err)
-	}
-	return r
-}
-
-// expectOK fails unless r is a 200 success envelope.
-func expectOK(t *testing.T, r answer) {
-	t.Helper()
-	if r.Status != 200 || r.ErrCode != 0 || r.ErrMsg != "" {
-		t.Fatalf("want 200 ok, got %d: %s", r.Status, r.raw)
-	}
-}
-
-// expectErr fails unless r is the error envelope of reason (status and
-// code from the table) and, when field is set, its detail mentions field.
-func expectErr(t *testing.T, r answer, reason wire.Reason, field string) {
-	t.Helper()
-	code := wire.Lookup(reason)
-	if r.Status != code.HTTPStatus || r.ErrCode != code.ErrCode || r.ErrMsg != string(reason) {
-		t.Fatalf("want %d %d %s, got %d: %s", code.HTTPStatus, code.ErrCode, reason, r.Status, r.raw)
-	}
-	var d wire.ErrorData
-	if err := json.Unmarshal(r.Data, &d); err != nil || d.Reason != reason {
-		t.Fatalf("data.reason: got %s (%v)", r.Data, err)
-	}
-	if field != "" && !strings.Contains(d.Detail, field) {
-		t.Fatalf("detail %q does not name %q", d.Detail, field)
-	}
+	return apitest.Do(t, e.srv.Hertz().Engine, method, path, body, token)
 }
 
 // withoutRequestID is an error envelope with its (per-request) request_id
@@ -189,8 +136,8 @@ type tokenAnswer struct {
 func (e *accountEnv) login(t *testing.T, user, password string, platform int) tokenAnswer {
 	t.Helper()
 	r := e.do(t, "POST", "/auth/login", fmt.Sprintf(`{"user_id":%q,"password":%q,"platform_id":%d}`, user, password, platform), "")
-	expectOK(t, r)
+	apitest.OK(t, r)
 	var tok tokenAnswer
-	r.decode(t, &tok)
+	r.Decode(t, &tok)
 	return tok
 }

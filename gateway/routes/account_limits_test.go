@@ -10,6 +10,7 @@ import (
 	"github.com/cloudwego/hertz/pkg/common/ut"
 
 	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store/storetest"
@@ -32,11 +33,11 @@ func loginJSON(user, password string) string {
 // wantLimited fails unless r is 429 too_many_requests with a retry-after.
 func expectLimited(t *testing.T, r answer) {
 	t.Helper()
-	expectErr(t, r, wire.ReasonTooManyRequests, "")
+	apitest.Err(t, r, wire.ReasonTooManyRequests, "")
 	var d wire.ErrorData
 	_ = json.Unmarshal(r.Data, &d)
 	if d.RetryAfterMs <= 0 {
-		t.Fatalf("no retry_after_ms: %s", r.raw)
+		t.Fatalf("no retry_after_ms: %s", r.Raw)
 	}
 }
 
@@ -49,21 +50,21 @@ func TestLoginAccountLimit(t *testing.T) {
 	hour := configs.Rate{Rate: 1, Period: time.Hour, Burst: 5}
 	e := newAccountEnv(t, withLimits(t, configs.Limits{LoginAccount: hour}))
 	for _, u := range []string{"alice", "bob"} {
-		expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"`+u+`","nickname":"n","password":"correct horse"}`, ""))
+		apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"`+u+`","nickname":"n","password":"correct horse"}`, ""))
 	}
 	// A success clears earlier misses.
 	for range 4 {
-		expectErr(t, e.do(t, "POST", "/auth/login", loginJSON("alice", "wrong"), ""), wire.ReasonBadCredentials, "")
+		apitest.Err(t, e.do(t, "POST", "/auth/login", loginJSON("alice", "wrong"), ""), wire.ReasonBadCredentials, "")
 	}
 	e.login(t, "alice", "correct horse", 5)
 	for range 5 {
-		expectErr(t, e.do(t, "POST", "/auth/login", loginJSON("alice", "wrong"), ""), wire.ReasonBadCredentials, "")
+		apitest.Err(t, e.do(t, "POST", "/auth/login", loginJSON("alice", "wrong"), ""), wire.ReasonBadCredentials, "")
 	}
 	expectLimited(t, e.do(t, "POST", "/auth/login", loginJSON("alice", "correct horse"), ""))
 	e.login(t, "bob", "correct horse", 5)
 	// An unknown account is limited the same way (no enumeration by timing the limit).
 	for range 5 {
-		expectErr(t, e.do(t, "POST", "/auth/login", loginJSON("nobody", "x"), ""), wire.ReasonBadCredentials, "")
+		apitest.Err(t, e.do(t, "POST", "/auth/login", loginJSON("nobody", "x"), ""), wire.ReasonBadCredentials, "")
 	}
 	expectLimited(t, e.do(t, "POST", "/auth/login", loginJSON("nobody", "x"), ""))
 }
@@ -75,12 +76,12 @@ func TestLoginAndRegisterIPLimits(t *testing.T) {
 	t.Parallel()
 	hour := func(n int) configs.Rate { return configs.Rate{Rate: 1, Period: time.Hour, Burst: n} }
 	e := newAccountEnv(t, withLimits(t, configs.Limits{LoginIP: hour(4), RegisterIP: hour(2)}))
-	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"u1","nickname":"n","password":"correct horse"}`, ""))
-	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"u2","nickname":"n","password":"correct horse"}`, ""))
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"u1","nickname":"n","password":"correct horse"}`, ""))
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"u2","nickname":"n","password":"correct horse"}`, ""))
 	expectLimited(t, e.do(t, "POST", "/user/register", `{"user_id":"u3","nickname":"n","password":"correct horse"}`, ""))
 
 	for i := range 4 {
-		expectErr(t, e.do(t, "POST", "/auth/login", loginJSON(fmt.Sprint("x", i), "wrong"), ""), wire.ReasonBadCredentials, "")
+		apitest.Err(t, e.do(t, "POST", "/auth/login", loginJSON(fmt.Sprint("x", i), "wrong"), ""), wire.ReasonBadCredentials, "")
 	}
 	expectLimited(t, e.do(t, "POST", "/auth/login", loginJSON("u1", "correct horse"), ""))
 	body := loginJSON("u1", "correct horse")
@@ -102,7 +103,7 @@ func TestLoginBackoff(t *testing.T) {
 		LoginAccount: configs.Rate{Rate: 1, Period: time.Second, Burst: 2},
 		LoginBackoff: configs.Backoff{Max: 4 * time.Second, Window: time.Hour},
 	}))
-	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"carol","nickname":"n","password":"correct horse"}`, ""))
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"carol","nickname":"n","password":"correct horse"}`, ""))
 	retryAfter := func(r answer) time.Duration {
 		t.Helper()
 		expectLimited(t, r)
@@ -121,13 +122,13 @@ func TestLoginBackoff(t *testing.T) {
 				return r
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("still refused after 15 s: %s", r.raw)
+				t.Fatalf("still refused after 15 s: %s", r.Raw)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
 	for range 2 {
-		expectErr(t, e.do(t, "POST", "/auth/login", loginJSON("carol", "wrong"), ""), wire.ReasonBadCredentials, "")
+		apitest.Err(t, e.do(t, "POST", "/auth/login", loginJSON("carol", "wrong"), ""), wire.ReasonBadCredentials, "")
 	}
 	// The rule's own wait (one attempt per second), then 2, 4, 4 s. Seconds,
 	// not milliseconds: two logins on a loaded machine can take 100 ms.
@@ -135,7 +136,7 @@ func TestLoginBackoff(t *testing.T) {
 		t.Fatalf("after the burst: retry after %v, want at most 1s", got)
 	}
 	for _, want := range []time.Duration{2 * time.Second, 4 * time.Second, 4 * time.Second} {
-		expectErr(t, attempt("wrong"), wire.ReasonBadCredentials, "")
+		apitest.Err(t, attempt("wrong"), wire.ReasonBadCredentials, "")
 		failedAt := time.Now()
 		got := retryAfter(e.do(t, "POST", "/auth/login", loginJSON("carol", "correct horse"), ""))
 		// Up to want, less the time since the failure (a busy machine).
@@ -143,12 +144,12 @@ func TestLoginBackoff(t *testing.T) {
 			t.Fatalf("retry after %v, want about %v", got, want)
 		}
 	}
-	expectOK(t, attempt("correct horse"))
+	apitest.OK(t, attempt("correct horse"))
 	// The success cleared the count: the burst is free again.
 	for range 2 {
-		expectErr(t, e.do(t, "POST", "/auth/login", loginJSON("carol", "wrong"), ""), wire.ReasonBadCredentials, "")
+		apitest.Err(t, e.do(t, "POST", "/auth/login", loginJSON("carol", "wrong"), ""), wire.ReasonBadCredentials, "")
 	}
-	expectErr(t, attempt("wrong"), wire.ReasonBadCredentials, "")
+	apitest.Err(t, attempt("wrong"), wire.ReasonBadCredentials, "")
 	if got := retryAfter(e.do(t, "POST", "/auth/login", loginJSON("carol", "correct horse"), "")); got > 2*time.Second {
 		t.Fatalf("after a success, the first backoff: retry after %v, want at most 2s", got)
 	}

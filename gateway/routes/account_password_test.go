@@ -10,6 +10,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
@@ -21,9 +22,9 @@ func TestCommonPasswordsRefused(t *testing.T) {
 	t.Parallel()
 	e := newAccountEnv(t)
 	for _, pw := range []string{"12345678", "password1", "Password1", "iloveyou"} {
-		expectErr(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"`+pw+`"}`, ""), wire.ReasonBadRequest, "password")
+		apitest.Err(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"`+pw+`"}`, ""), wire.ReasonBadRequest, "password")
 	}
-	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"plum-tart-9"}`, ""))
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"c1","nickname":"C","password":"plum-tart-9"}`, ""))
 }
 
 // TestPasswordChangeAndLogoutAll: POST /user/password needs the old
@@ -34,31 +35,31 @@ func TestCommonPasswordsRefused(t *testing.T) {
 func TestPasswordChangeAndLogoutAll(t *testing.T) {
 	t.Parallel()
 	e := newAccountEnv(t)
-	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"pat","nickname":"P","password":"old-secret-1"}`, ""))
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"pat","nickname":"P","password":"old-secret-1"}`, ""))
 	web := e.login(t, "pat", "old-secret-1", 5)
 	ios := e.login(t, "pat", "old-secret-1", 1)
 	android := e.login(t, "pat", "old-secret-1", 2)
 
-	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"wrong-secret","new_password":"new-secret-2"}`, web.Token), wire.ReasonBadCredentials, "")
-	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"12345678"}`, web.Token), wire.ReasonBadRequest, "new_password")
-	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
-	expectErr(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
+	apitest.Err(t, e.do(t, "POST", "/user/password", `{"old_password":"wrong-secret","new_password":"new-secret-2"}`, web.Token), wire.ReasonBadCredentials, "")
+	apitest.Err(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"12345678"}`, web.Token), wire.ReasonBadRequest, "new_password")
+	apitest.Err(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
+	apitest.Err(t, e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1"}`, web.Token), wire.ReasonBadRequest, "new_password")
 	for _, tok := range []string{web.Token, ios.Token, android.Token} {
-		expectOK(t, e.do(t, "GET", "/user/info", "", tok)) // nothing refused changed anything
+		apitest.OK(t, e.do(t, "GET", "/user/info", "", tok)) // nothing refused changed anything
 	}
 
 	jti := func(platform int) string { return e.rdb.Get(context.Background(), e.keys.Token("pat", platform)).Val() }
 	iosJTI, androidJTI := jti(1), jti(2)
 	r := e.do(t, "POST", "/user/password", `{"old_password":"old-secret-1","new_password":"new-secret-2"}`, web.Token)
-	expectOK(t, r)
+	apitest.OK(t, r)
 	var n struct{ Revoked int }
-	r.decode(t, &n)
+	r.Decode(t, &n)
 	if n.Revoked != 2 {
 		t.Fatalf("revoked %d tokens, want 2", n.Revoked)
 	}
-	expectOK(t, e.do(t, "GET", "/user/info", "", web.Token))
-	expectErr(t, e.do(t, "GET", "/user/info", "", ios.Token), wire.ReasonTokenRevoked, "")
-	expectErr(t, e.do(t, "GET", "/user/info", "", android.Token), wire.ReasonTokenRevoked, "")
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", web.Token))
+	apitest.Err(t, e.do(t, "GET", "/user/info", "", ios.Token), wire.ReasonTokenRevoked, "")
+	apitest.Err(t, e.do(t, "GET", "/user/info", "", android.Token), wire.ReasonTokenRevoked, "")
 	// Every other platform's sessions end (whatever their token); none of
 	// the caller's platform (5).
 	if iosJTI == "" || androidJTI == "" {
@@ -69,18 +70,18 @@ func TestPasswordChangeAndLogoutAll(t *testing.T) {
 	if want := []string{"pat/1/", "pat/10/", "pat/2/", "pat/3/", "pat/4/", "pat/6/", "pat/7/", "pat/8/", "pat/9/"}; !slices.Equal(calls, want) {
 		t.Fatalf("OnLogout calls %v, want %v", calls, want)
 	}
-	expectErr(t, e.do(t, "POST", "/auth/login", `{"user_id":"pat","password":"old-secret-1","platform_id":1}`, ""), wire.ReasonBadCredentials, "")
+	apitest.Err(t, e.do(t, "POST", "/auth/login", `{"user_id":"pat","password":"old-secret-1","platform_id":1}`, ""), wire.ReasonBadCredentials, "")
 	ios = e.login(t, "pat", "new-secret-2", 1)
 
 	// Log out everywhere: the presented token too.
 	r = e.do(t, "POST", "/auth/logout_all", "", ios.Token)
-	expectOK(t, r)
-	r.decode(t, &n)
+	apitest.OK(t, r)
+	r.Decode(t, &n)
 	if n.Revoked != 2 {
 		t.Fatalf("logout_all revoked %d tokens, want 2 (web and ios)", n.Revoked)
 	}
 	for _, tok := range []string{web.Token, ios.Token} {
-		expectErr(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
+		apitest.Err(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
 	}
 	// One call that closes every session of the user, both token kinds.
 	if calls := e.logout.get(); len(calls) != 10 || calls[9] != "pat/0/" {
@@ -95,15 +96,15 @@ func TestRegisterReservedAndCaseVariants(t *testing.T) {
 	t.Parallel()
 	e := newAccountEnv(t)
 	for _, id := range []string{"all", "ALL", "everyone", "System", "admin"} {
-		expectErr(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"X","password":"plum-tart-9"}`, ""), wire.ReasonBadRequest, "user_id")
+		apitest.Err(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"X","password":"plum-tart-9"}`, ""), wire.ReasonBadRequest, "user_id")
 	}
-	expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"Alice","nickname":"A","password":"plum-tart-9"}`, ""))
+	apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"Alice","nickname":"A","password":"plum-tart-9"}`, ""))
 	for _, id := range []string{"alice", "ALICE"} {
-		expectErr(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"A","password":"plum-tart-9"}`, ""), wire.ReasonUserExists, "")
+		apitest.Err(t, e.do(t, "POST", "/user/register", `{"user_id":"`+id+`","nickname":"A","password":"plum-tart-9"}`, ""), wire.ReasonUserExists, "")
 	}
 	// Stored as given: logging in takes the exact ID.
 	e.login(t, "Alice", "plum-tart-9", 5)
-	expectErr(t, e.do(t, "POST", "/auth/login", `{"user_id":"alice","password":"plum-tart-9","platform_id":5}`, ""), wire.ReasonBadCredentials, "")
+	apitest.Err(t, e.do(t, "POST", "/auth/login", `{"user_id":"alice","password":"plum-tart-9","platform_id":5}`, ""), wire.ReasonBadCredentials, "")
 }
 
 // TestRevokeAllCutsExternalTokens: a password change and "log out
@@ -169,7 +170,7 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	}
 	register := func(user string) {
 		t.Helper()
-		expectOK(t, e.do(t, "POST", "/user/register", `{"user_id":"`+user+`","nickname":"E","password":"old-secret-1"}`, ""))
+		apitest.OK(t, e.do(t, "POST", "/user/register", `{"user_id":"`+user+`","nickname":"E","password":"old-secret-1"}`, ""))
 	}
 	const change = `{"old_password":"old-secret-1","new_password":"new-secret-2"}`
 
@@ -179,12 +180,12 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	a, b := appToken("ext1", 1, -10*time.Second), appToken("ext1", 1, -10*time.Second)
 	aClaims, bClaims := claimsOf(a), claimsOf(b)
 	for _, tok := range []string{a, b, web.Token} {
-		expectOK(t, e.do(t, "GET", "/user/info", "", tok))
+		apitest.OK(t, e.do(t, "GET", "/user/info", "", tok))
 	}
-	expectOK(t, e.do(t, "POST", "/user/password", change, a))
-	expectOK(t, e.do(t, "GET", "/user/info", "", a))
-	expectErr(t, e.do(t, "GET", "/user/info", "", b), wire.ReasonTokenRevoked, "")
-	expectErr(t, e.do(t, "GET", "/user/info", "", web.Token), wire.ReasonTokenRevoked, "")
+	apitest.OK(t, e.do(t, "POST", "/user/password", change, a))
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", a))
+	apitest.Err(t, e.do(t, "GET", "/user/info", "", b), wire.ReasonTokenRevoked, "")
+	apitest.Err(t, e.do(t, "GET", "/user/info", "", web.Token), wire.ReasonTokenRevoked, "")
 	if !wsCheck(a, aClaims) || wsCheck(b, bClaims) {
 		t.Fatal("WebSocket checks: a must pass and b fail after a's password change")
 	}
@@ -200,9 +201,9 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	web = e.login(t, "ext2", "old-secret-1", 5)
 	c := appToken("ext2", 1, -10*time.Second)
 	cClaims := claimsOf(c)
-	expectOK(t, e.do(t, "POST", "/user/password", change, web.Token))
-	expectOK(t, e.do(t, "GET", "/user/info", "", web.Token))
-	expectErr(t, e.do(t, "GET", "/user/info", "", c), wire.ReasonTokenRevoked, "")
+	apitest.OK(t, e.do(t, "POST", "/user/password", change, web.Token))
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", web.Token))
+	apitest.Err(t, e.do(t, "GET", "/user/info", "", c), wire.ReasonTokenRevoked, "")
 	if wsCheck(c, cClaims) {
 		t.Fatal("WebSocket checks: c must fail after the change")
 	}
@@ -213,9 +214,9 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 	web = e.login(t, "ext3", "old-secret-1", 5)
 	d, f := appToken("ext3", 2, -10*time.Second), appToken("ext3", 3, -10*time.Second)
 	dClaims := claimsOf(d)
-	expectOK(t, e.do(t, "POST", "/auth/logout_all", "", d))
+	apitest.OK(t, e.do(t, "POST", "/auth/logout_all", "", d))
 	for _, tok := range []string{d, f, web.Token} {
-		expectErr(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
+		apitest.Err(t, e.do(t, "GET", "/user/info", "", tok), wire.ReasonTokenRevoked, "")
 	}
 	if wsCheck(d, dClaims) {
 		t.Fatal("WebSocket checks: d must fail after logout_all")
@@ -224,5 +225,5 @@ func TestRevokeAllCutsExternalTokens(t *testing.T) {
 		t.Fatalf("OnLogout calls %v, want the last to close every session of ext3 (ext3/0/)", calls)
 	}
 	// A token the app signs after the revocation works.
-	expectOK(t, e.do(t, "GET", "/user/info", "", appToken("ext3", 1, 2*time.Second)))
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", appToken("ext3", 1, 2*time.Second)))
 }

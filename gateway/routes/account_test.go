@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/store"
 )
@@ -32,17 +33,17 @@ func TestUserAndAuthFlow(t *testing.T) {
 
 	// Register with a chosen ID and with a generated one.
 	r := e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Alice","password":"correct horse","avatar":"https://a/1.png"}`, "")
-	expectOK(t, r)
+	apitest.OK(t, r)
 	var reg struct {
 		UserID string `json:"user_id"`
 	}
-	r.decode(t, &reg)
+	r.Decode(t, &reg)
 	if reg.UserID != "alice" {
 		t.Fatalf("registered %q", reg.UserID)
 	}
 	r = e.do(t, "POST", "/user/register", `{"nickname":"Bob","password":"battery staple"}`, "")
-	expectOK(t, r)
-	r.decode(t, &reg)
+	apitest.OK(t, r)
+	r.Decode(t, &reg)
 	if id, err := uuid.Parse(reg.UserID); err != nil || id.Version() != 7 {
 		t.Fatalf("generated user_id %q is not a UUIDv7", reg.UserID)
 	}
@@ -54,7 +55,7 @@ func TestUserAndAuthFlow(t *testing.T) {
 
 	// A taken ID is 409 and changes nothing.
 	r = e.do(t, "POST", "/user/register", `{"user_id":"alice","nickname":"Mallory","password":"plum-tart-9"}`, "")
-	expectErr(t, r, wire.ReasonUserExists, "alice")
+	apitest.Err(t, r, wire.ReasonUserExists, "alice")
 	if again, _ := users.Get(ctx, "alice"); again != stored {
 		t.Fatalf("duplicate register changed alice: %+v", again)
 	}
@@ -62,10 +63,10 @@ func TestUserAndAuthFlow(t *testing.T) {
 	// Bad credentials: the same answer for an unknown user and a wrong password.
 	wrong := e.do(t, "POST", "/auth/login", `{"user_id":"alice","password":"wrong password","platform_id":5}`, "")
 	unknown := e.do(t, "POST", "/auth/login", `{"user_id":"nobody","password":"correct horse","platform_id":5}`, "")
-	expectErr(t, wrong, wire.ReasonBadCredentials, "")
-	expectErr(t, unknown, wire.ReasonBadCredentials, "")
+	apitest.Err(t, wrong, wire.ReasonBadCredentials, "")
+	apitest.Err(t, unknown, wire.ReasonBadCredentials, "")
 	if withoutRequestID(wrong) != withoutRequestID(unknown) {
-		t.Fatalf("unknown user and wrong password answer differently:\n%s\n%s", wrong.raw, unknown.raw)
+		t.Fatalf("unknown user and wrong password answer differently:\n%s\n%s", wrong.Raw, unknown.Raw)
 	}
 
 	// Login.
@@ -79,13 +80,13 @@ func TestUserAndAuthFlow(t *testing.T) {
 
 	// Info: own (no user_id), someone else's, unknown.
 	r = e.do(t, "GET", "/user/info", "", tok.Token)
-	expectOK(t, r)
+	apitest.OK(t, r)
 	var p profileAnswer
-	r.decode(t, &p)
+	r.Decode(t, &p)
 	if p.UserID != "alice" || p.Nickname != "Alice" || p.Avatar != "https://a/1.png" || p.CreatedAt != stored.CreatedAt || p.UpdatedAt != stored.UpdatedAt {
 		t.Fatalf("own info %+v, stored %+v", p, stored)
 	}
-	if raw := r.raw; strings.Contains(raw, "password") {
+	if raw := r.Raw; strings.Contains(raw, "password") {
 		t.Fatalf("info leaks the password hash: %s", raw)
 	}
 	if p.GroupInvites != "everyone" {
@@ -95,10 +96,10 @@ func TestUserAndAuthFlow(t *testing.T) {
 	// word: /user/info does not tell whether a user_id exists.
 	stranger := e.do(t, "GET", "/user/info?user_id="+bob, "", tok.Token)
 	ghost := e.do(t, "GET", "/user/info?user_id="+strings.Replace(bob, bob[:8], "00000000", 1), "", tok.Token)
-	expectErr(t, stranger, wire.ReasonUserNotFound, "")
-	expectErr(t, ghost, wire.ReasonUserNotFound, "")
+	apitest.Err(t, stranger, wire.ReasonUserNotFound, "")
+	apitest.Err(t, ghost, wire.ReasonUserNotFound, "")
 	if strings.ReplaceAll(withoutRequestID(stranger), bob, "X") != strings.ReplaceAll(withoutRequestID(ghost), strings.Replace(bob, bob[:8], "00000000", 1), "X") {
-		t.Fatalf("a stranger and an unknown user answer differently:\n%s\n%s", stranger.raw, ghost.raw)
+		t.Fatalf("a stranger and an unknown user answer differently:\n%s\n%s", stranger.Raw, ghost.Raw)
 	}
 	// Once they share a group, bob's public profile shows.
 	if _, err := store.NewGroupRepo(e.db).Create(ctx, domain.Group{ID: "g-" + bob, Name: "team", CreatorUserID: "alice", OwnerUserID: "alice", JoinPolicy: "open"},
@@ -106,52 +107,52 @@ func TestUserAndAuthFlow(t *testing.T) {
 		t.Fatal(err)
 	}
 	r = e.do(t, "GET", "/user/info?user_id="+bob, "", tok.Token)
-	expectOK(t, r)
+	apitest.OK(t, r)
 	// Another user's profile has the public fields only.
 	var fields map[string]any
-	r.decode(t, &fields)
+	r.Decode(t, &fields)
 	if len(fields) != 3 || fields["user_id"] != bob || fields["nickname"] != "Bob" || fields["avatar"] == nil {
 		t.Fatalf("bob's info %s: want exactly user_id, nickname, avatar", r.Data)
 	}
-	expectErr(t, e.do(t, "GET", "/user/info?user_id=ghost", "", tok.Token), wire.ReasonUserNotFound, "")
-	expectErr(t, e.do(t, "GET", "/user/info?user_id=a%20b", "", tok.Token), wire.ReasonBadRequest, "user_id")
+	apitest.Err(t, e.do(t, "GET", "/user/info?user_id=ghost", "", tok.Token), wire.ReasonUserNotFound, "")
+	apitest.Err(t, e.do(t, "GET", "/user/info?user_id=a%20b", "", tok.Token), wire.ReasonBadRequest, "user_id")
 
 	// Update own profile.
 	r = e.do(t, "PUT", "/user/update", `{"nickname":"Alice L."}`, tok.Token)
-	expectOK(t, r)
-	r.decode(t, &p)
+	apitest.OK(t, r)
+	r.Decode(t, &p)
 	if p.Nickname != "Alice L." || p.Avatar != "https://a/1.png" || p.UpdatedAt < stored.UpdatedAt {
 		t.Fatalf("after update %+v", p)
 	}
 	r = e.do(t, "PUT", "/user/update", `{"avatar":""}`, tok.Token)
-	expectOK(t, r)
+	apitest.OK(t, r)
 	r = e.do(t, "PUT", "/user/update", `{"group_invites":"shared_groups"}`, tok.Token)
-	expectOK(t, r)
-	if r.decode(t, &p); p.GroupInvites != "shared_groups" || p.Nickname != "Alice L." {
+	apitest.OK(t, r)
+	if r.Decode(t, &p); p.GroupInvites != "shared_groups" || p.Nickname != "Alice L." {
 		t.Fatalf("after the group_invites update %+v", p)
 	}
-	expectErr(t, e.do(t, "PUT", "/user/update", `{"group_invites":"friends"}`, tok.Token), wire.ReasonBadRequest, "group_invites")
+	apitest.Err(t, e.do(t, "PUT", "/user/update", `{"group_invites":"friends"}`, tok.Token), wire.ReasonBadRequest, "group_invites")
 	if got, _ := users.Get(ctx, "alice"); got.Nickname != "Alice L." || got.Avatar != "" || got.PasswordHash != stored.PasswordHash {
 		t.Fatalf("stored after updates %+v", got)
 	}
 
 	// Refresh: the old token is revoked, twice-refreshing fails.
 	r = e.do(t, "POST", "/auth/refresh", "", tok.Token)
-	expectOK(t, r)
+	apitest.OK(t, r)
 	var tok2 tokenAnswer
-	r.decode(t, &tok2)
+	r.Decode(t, &tok2)
 	if tok2.Token == tok.Token || tok2.ExpireAt < tok.ExpireAt {
 		t.Fatalf("refresh returned %+v after %+v", tok2, tok)
 	}
-	expectErr(t, e.do(t, "GET", "/user/info", "", tok.Token), wire.ReasonTokenRevoked, "")
-	expectErr(t, e.do(t, "POST", "/auth/refresh", "", tok.Token), wire.ReasonTokenRevoked, "")
-	expectOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
+	apitest.Err(t, e.do(t, "GET", "/user/info", "", tok.Token), wire.ReasonTokenRevoked, "")
+	apitest.Err(t, e.do(t, "POST", "/auth/refresh", "", tok.Token), wire.ReasonTokenRevoked, "")
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
 
 	// A login on another platform is independent; on the same one it replaces.
 	ios := e.login(t, "alice", "correct horse", 1)
-	expectOK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", tok2.Token))
 	web := e.login(t, "alice", "correct horse", 5)
-	expectErr(t, e.do(t, "GET", "/user/info", "", tok2.Token), wire.ReasonTokenRevoked, "")
+	apitest.Err(t, e.do(t, "GET", "/user/info", "", tok2.Token), wire.ReasonTokenRevoked, "")
 
 	// The refresh told OnLogout about the token it revoked (tok), and the
 	// replacing login about the one it replaced (tok2), so their live
@@ -160,15 +161,15 @@ func TestUserAndAuthFlow(t *testing.T) {
 	if len(calls) != 2 || !strings.HasPrefix(calls[0], "alice/5/") || !strings.HasPrefix(calls[1], "alice/5/") || calls[0] == calls[1] {
 		t.Fatalf("OnLogout calls after refresh and the replacing login %v, want two for alice/5", calls)
 	}
-	expectOK(t, e.do(t, "POST", "/auth/logout", "", web.Token))
+	apitest.OK(t, e.do(t, "POST", "/auth/logout", "", web.Token))
 	calls = e.logout.get()
 	if len(calls) != 3 || !strings.HasPrefix(calls[2], "alice/5/") || calls[2] == calls[1] {
 		t.Fatalf("OnLogout calls %v, want a third, different one for alice/5", calls)
 	}
 	for _, route := range [][2]string{{"GET", "/user/info"}, {"POST", "/auth/refresh"}, {"POST", "/auth/logout"}} {
-		expectErr(t, e.do(t, route[0], route[1], "", web.Token), wire.ReasonTokenRevoked, "")
+		apitest.Err(t, e.do(t, route[0], route[1], "", web.Token), wire.ReasonTokenRevoked, "")
 	}
-	expectOK(t, e.do(t, "GET", "/user/info", "", ios.Token))
+	apitest.OK(t, e.do(t, "GET", "/user/info", "", ios.Token))
 	if n := e.rdb.Exists(ctx, e.keys.Token("alice", 5)).Val(); n != 0 {
 		t.Fatalf("token record of alice/5 still present after logout")
 	}

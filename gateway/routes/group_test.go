@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/cloudwego/hertz/pkg/app"
-	"github.com/cloudwego/hertz/pkg/common/ut"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway"
 	"github.com/nexo-im/nexo/gateway/api"
+	"github.com/nexo-im/nexo/gateway/api/apitest"
 	"github.com/nexo-im/nexo/gateway/auth"
 	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/gateway/routes"
@@ -84,30 +84,11 @@ func (h *httpEnv) token(t *testing.T, user string) string {
 	return must(h.issuer.Issue(context.Background(), user, 5))(t).Token
 }
 
-type envelope struct {
-	status  int
-	ErrCode int             `json:"err_code"`
-	ErrMsg  string          `json:"err_msg"`
-	Data    json.RawMessage `json:"data"`
-}
+type envelope = apitest.Answer
 
 func (h *httpEnv) do(t *testing.T, method, path, body, token string) envelope {
 	t.Helper()
-	var headers []ut.Header
-	if token != "" {
-		headers = append(headers, ut.Header{Key: "Authorization", Value: "Bearer " + token})
-	}
-	var b *ut.Body
-	if body != "" {
-		headers = append(headers, ut.Header{Key: "Content-Type", Value: "application/json"})
-		b = &ut.Body{Body: strings.NewReader(body), Len: len(body)}
-	}
-	res := ut.PerformRequest(h.srv.Hertz().Engine, method, path, b, headers...).Result()
-	out := envelope{status: res.StatusCode()}
-	if err := json.Unmarshal(res.Body(), &out); err != nil {
-		t.Fatalf("%s %s: %q is not an envelope", method, path, res.Body())
-	}
-	return out
+	return apitest.Do(t, h.srv.Hertz().Engine, method, path, body, token)
 }
 
 func keysOf(t *testing.T, raw json.RawMessage) []string {
@@ -136,8 +117,8 @@ func TestHTTPRoutes(t *testing.T) {
 	alice, bob, dave := h.token(t, "alice"), h.token(t, "bob"), h.token(t, "dave")
 
 	r := h.do(t, "POST", "/group/create", `{"name":"team","member_ids":["bob","carol"],"avatar":"a.png","join_policy":"open"}`, alice)
-	if r.status != 200 || r.ErrCode != 0 || !slices.Equal(keysOf(t, r.Data), groupKeys) {
-		t.Fatalf("create: %d %s", r.status, r.Data)
+	if r.Status != 200 || r.ErrCode != 0 || !slices.Equal(keysOf(t, r.Data), groupKeys) {
+		t.Fatalf("create: %d %s", r.Status, r.Data)
 	}
 	var g group.GroupJSON
 	_ = json.Unmarshal(r.Data, &g)
@@ -146,8 +127,8 @@ func TestHTTPRoutes(t *testing.T) {
 	}
 
 	r = h.do(t, "POST", "/group/join", `{"group_id":"`+g.GroupID+`"}`, dave)
-	if r.status != 200 || !slices.Equal(keysOf(t, r.Data), memberKeys) {
-		t.Fatalf("join: %d %s", r.status, r.Data)
+	if r.Status != 200 || !slices.Equal(keysOf(t, r.Data), memberKeys) {
+		t.Fatalf("join: %d %s", r.Status, r.Data)
 	}
 
 	for _, tc := range []struct {
@@ -168,8 +149,8 @@ func TestHTTPRoutes(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := h.do(t, tc.method, tc.path, tc.body, tc.token)
-			if r.status != tc.status || r.ErrCode != tc.code || r.ErrMsg != tc.reason {
-				t.Fatalf("%d %d %s, want %d %d %s (%s)", r.status, r.ErrCode, r.ErrMsg, tc.status, tc.code, tc.reason, r.Data)
+			if r.Status != tc.status || r.ErrCode != tc.code || r.ErrMsg != tc.reason {
+				t.Fatalf("%d %d %s, want %d %d %s (%s)", r.Status, r.ErrCode, r.ErrMsg, tc.status, tc.code, tc.reason, r.Data)
 			}
 		})
 	}
@@ -190,8 +171,8 @@ func TestHTTPRoutes(t *testing.T) {
 		{"POST", "/group/dismiss", `{"group_id":"` + g.GroupID + `"}`, bob, groupKeys},
 	} {
 		r := h.do(t, tc.method, tc.path, tc.body, tc.token)
-		if r.status != 200 || r.ErrCode != 0 || !slices.Equal(keysOf(t, r.Data), tc.keys) {
-			t.Fatalf("%s %s: %d %s", tc.method, tc.path, r.status, r.Data)
+		if r.Status != 200 || r.ErrCode != 0 || !slices.Equal(keysOf(t, r.Data), tc.keys) {
+			t.Fatalf("%s %s: %d %s", tc.method, tc.path, r.Status, r.Data)
 		}
 	}
 	r = h.do(t, "GET", "/group/members?group_id="+g.GroupID+"&offset=1&limit=1", "", bob)
@@ -279,8 +260,8 @@ func TestGroupServerAPIActsAsTheNamedUser(t *testing.T) {
 	routes.GroupServerAPI(h.srv, h.svc, asQuery, quiet)
 
 	r := h.do(t, "POST", "/api/group/create?as=alice", `{"name":"team","member_ids":["bob","carol"]}`, "")
-	if r.status != 200 || r.ErrCode != 0 || !slices.Equal(keysOf(t, r.Data), groupKeys) {
-		t.Fatalf("create: %d %s", r.status, r.Data)
+	if r.Status != 200 || r.ErrCode != 0 || !slices.Equal(keysOf(t, r.Data), groupKeys) {
+		t.Fatalf("create: %d %s", r.Status, r.Data)
 	}
 	var g group.GroupJSON
 	_ = json.Unmarshal(r.Data, &g)
@@ -288,20 +269,20 @@ func TestGroupServerAPIActsAsTheNamedUser(t *testing.T) {
 		t.Fatalf("owner %s, want alice", g.OwnerUserID)
 	}
 	r = h.do(t, "POST", "/api/group/kick?as=bob", `{"group_id":"`+g.GroupID+`","user_ids":["carol"]}`, "")
-	if r.status != 403 || r.ErrMsg != "forbidden" {
-		t.Fatalf("kick as a member: %d %s", r.status, r.ErrMsg)
+	if r.Status != 403 || r.ErrMsg != "forbidden" {
+		t.Fatalf("kick as a member: %d %s", r.Status, r.ErrMsg)
 	}
 	r = h.do(t, "POST", "/api/group/quit?as=bob", `{"group_id":"`+g.GroupID+`","x":1}`, "")
-	if r.status != 400 || r.ErrMsg != "bad_request" {
-		t.Fatalf("unknown field: %d %s", r.status, r.ErrMsg)
+	if r.Status != 400 || r.ErrMsg != "bad_request" {
+		t.Fatalf("unknown field: %d %s", r.Status, r.ErrMsg)
 	}
 	r = h.do(t, "GET", "/api/group/info?group_id="+g.GroupID, "", "")
-	if r.status != 200 || !slices.Equal(keysOf(t, r.Data), groupKeys) {
-		t.Fatalf("info: %d %s", r.status, r.Data)
+	if r.Status != 200 || !slices.Equal(keysOf(t, r.Data), groupKeys) {
+		t.Fatalf("info: %d %s", r.Status, r.Data)
 	}
 	r = h.do(t, "GET", "/api/group/info", "", "")
-	if r.status != 400 || r.ErrMsg != "bad_request" {
-		t.Fatalf("info without group_id: %d %s", r.status, r.ErrMsg)
+	if r.Status != 400 || r.ErrMsg != "bad_request" {
+		t.Fatalf("info without group_id: %d %s", r.Status, r.ErrMsg)
 	}
 }
 
@@ -319,60 +300,60 @@ func TestInviteLimitHTTP(t *testing.T) {
 	alice, bob := h.token(t, "alice"), h.token(t, "bob")
 
 	r := h.do(t, "POST", "/group/create", `{"name":"t","member_ids":["bob","carol","alice"],"join_policy":"approval"}`, alice)
-	if r.status != 200 {
-		t.Fatalf("create: %d %s", r.status, r.Data)
+	if r.Status != 200 {
+		t.Fatalf("create: %d %s", r.Status, r.Data)
 	}
 	var g group.GroupJSON
 	_ = json.Unmarshal(r.Data, &g)
 	r = h.do(t, "POST", "/group/invite", `{"group_id":"`+g.GroupID+`","user_ids":["dave","erin","fred"]}`, alice)
-	if r.status != 429 || r.ErrMsg != "too_many_requests" || !strings.Contains(string(r.Data), "retry_after_ms") {
-		t.Fatalf("invite past the limit: %d %s %s", r.status, r.ErrMsg, r.Data)
+	if r.Status != 429 || r.ErrMsg != "too_many_requests" || !strings.Contains(string(r.Data), "retry_after_ms") {
+		t.Fatalf("invite past the limit: %d %s %s", r.Status, r.ErrMsg, r.Data)
 	}
 	if _, err := h.repo.Member(context.Background(), g.GroupID, "dave"); err == nil {
 		t.Fatal("a refused invitation added a member")
 	}
 	r = h.do(t, "POST", "/group/invite", `{"group_id":"`+g.GroupID+`","user_ids":["dave","erin"]}`, alice)
-	if r.status != 200 {
-		t.Fatalf("invite within the limit: %d %s %s", r.status, r.ErrMsg, r.Data)
+	if r.Status != 200 {
+		t.Fatalf("invite within the limit: %d %s %s", r.Status, r.ErrMsg, r.Data)
 	}
 	// The server API is not limited: the app's backend has decided.
 	routes.GroupServerAPI(h.srv, h.svc, func(c *app.RequestContext, dst any) (string, error) {
 		return "alice", api.BindJSON(c, 1<<20, dst)
 	}, quiet)
 	r = h.do(t, "POST", "/api/group/invite", `{"group_id":"`+g.GroupID+`","user_ids":["hank"]}`, "")
-	if r.status != 200 {
-		t.Fatalf("server API invite past the user's limit: %d %s %s", r.status, r.ErrMsg, r.Data)
+	if r.Status != 200 {
+		t.Fatalf("server API invite past the user's limit: %d %s %s", r.Status, r.ErrMsg, r.Data)
 	}
 	// Another user has its own budget; more than the burst at once never passes.
 	r = h.do(t, "POST", "/group/invite", `{"group_id":"`+g.GroupID+`","user_ids":["fred","gina","hank","alice","carol"]}`, bob)
-	if r.status != 400 || r.ErrMsg != "bad_request" {
-		t.Fatalf("invite above the burst: %d %s %s", r.status, r.ErrMsg, r.Data)
+	if r.Status != 400 || r.ErrMsg != "bad_request" {
+		t.Fatalf("invite above the burst: %d %s %s", r.Status, r.ErrMsg, r.Data)
 	}
 	r = h.do(t, "POST", "/group/invite", `{"group_id":"`+g.GroupID+`","user_ids":["fred"]}`, bob)
-	if r.status != 200 {
-		t.Fatalf("bob's invite: %d %s %s", r.status, r.ErrMsg, r.Data)
+	if r.Status != 200 {
+		t.Fatalf("bob's invite: %d %s %s", r.Status, r.ErrMsg, r.Data)
 	}
 
 	// The join application round trip over HTTP.
 	gina := h.token(t, "gina")
 	r = h.do(t, "POST", "/group/join", `{"group_id":"`+g.GroupID+`","req_msg":"hi"}`, gina)
-	if r.status != 200 || !slices.Equal(keysOf(t, r.Data), memberKeys) || !strings.Contains(string(r.Data), `"status":"pending"`) {
-		t.Fatalf("join: %d %s", r.status, r.Data)
+	if r.Status != 200 || !slices.Equal(keysOf(t, r.Data), memberKeys) || !strings.Contains(string(r.Data), `"status":"pending"`) {
+		t.Fatalf("join: %d %s", r.Status, r.Data)
 	}
 	r = h.do(t, "GET", "/group/applications?group_id="+g.GroupID+"&limit=10", "", alice)
-	if r.status != 200 || !slices.Equal(keysOf(t, r.Data), []string{"applications", "next_cursor"}) || !strings.Contains(string(r.Data), `"req_msg":"hi"`) {
-		t.Fatalf("applications: %d %s", r.status, r.Data)
+	if r.Status != 200 || !slices.Equal(keysOf(t, r.Data), []string{"applications", "next_cursor"}) || !strings.Contains(string(r.Data), `"req_msg":"hi"`) {
+		t.Fatalf("applications: %d %s", r.Status, r.Data)
 	}
 	r = h.do(t, "POST", "/group/application/respond", `{"group_id":"`+g.GroupID+`","user_id":"gina","accept":true}`, alice)
-	if r.status != 200 || !slices.Equal(keysOf(t, r.Data), []string{"application", "member"}) {
-		t.Fatalf("respond: %d %s", r.status, r.Data)
+	if r.Status != 200 || !slices.Equal(keysOf(t, r.Data), []string{"application", "member"}) {
+		t.Fatalf("respond: %d %s", r.Status, r.Data)
 	}
 	r = h.do(t, "GET", "/group/list?limit=1", "", bob)
-	if r.status != 200 || !slices.Equal(keysOf(t, r.Data), []string{"groups", "next_cursor"}) {
-		t.Fatalf("list: %d %s", r.status, r.Data)
+	if r.Status != 200 || !slices.Equal(keysOf(t, r.Data), []string{"groups", "next_cursor"}) {
+		t.Fatalf("list: %d %s", r.Status, r.Data)
 	}
 	r = h.do(t, "GET", "/group/list?limit=x", "", bob)
-	if r.status != 400 {
-		t.Fatalf("list with a bad limit: %d %s", r.status, r.Data)
+	if r.Status != 400 {
+		t.Fatalf("list with a bad limit: %d %s", r.Status, r.Data)
 	}
 }

@@ -93,7 +93,7 @@ import {
  * @property {number} msgType    101 text, 102 picture, 103 voice, 104 video, 105 file, 106 at-text (mentions), 110 custom
  * @property {Record<string, any>} content  the message body, e.g. text: "hi" for 101
  * @property {string} [clientMsgId]  default a new random ID; reuse one only to retry the same message
- * @property {Record<string, any>} [quote]  carried as content.quote
+ * @property {Record<string, any>} [quote]  the quoted message, sent as the send's `quote` field (refused as bad_request by a server without quotes)
  * @property {string[]} [atUserIds]
  */
 
@@ -817,7 +817,6 @@ export class NexoClient extends Emitter {
     if (!p || (!p.recvId === !p.groupId)) throw new TypeError('send: exactly one of recvId and groupId');
     if (!Number.isInteger(p.msgType)) throw new TypeError('send: msgType must be an integer');
     const content = { ...(p.content || {}) };
-    if (p.quote) content.quote = p.quote;
     /** @type {SendBody} */
     const body = {
       client_msg_id: p.clientMsgId || newClientMsgID(),
@@ -828,6 +827,7 @@ export class NexoClient extends Emitter {
     if (p.groupId) body.group_id = p.groupId;
     else body.recv_id = p.recvId;
     if (p.atUserIds && p.atUserIds.length) body.at_user_ids = p.atUserIds;
+    if (p.quote) body.quote = p.quote;
     const existing = this._outgoing.get(body.client_msg_id);
     if (existing) return existing;
     /** @type {OutboxRecord} */

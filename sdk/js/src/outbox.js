@@ -11,6 +11,7 @@
  * @property {number} msg_type
  * @property {Record<string, any>} content
  * @property {string[]} [at_user_ids]
+ * @property {Record<string, any>} [quote]
  */
 
 /**

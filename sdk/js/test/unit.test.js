@@ -204,7 +204,7 @@ describe('sending', () => {
     assert.equal(body.session_type, 3);
     assert.equal(body.group_id, 'g1');
     assert.deepEqual(body.at_user_ids, ['bob']);
-    assert.deepEqual(body.content.quote, { seq: 3 });
+    assert.deepEqual(body.quote, { seq: 3 });
   });
 
   test('sent while disconnected: goes out, in order, once connected', async () => {

@@ -148,7 +148,7 @@ export class NexoClient extends Emitter {
     this.platformId = opts.platformId;
     this.WebSocketImpl = opts.WebSocket || globalThis.WebSocket;
     if (!this.WebSocketImpl) throw new TypeError('NexoClient: no WebSocket in this environment; pass opts.WebSocket');
-    /** @type {Outbox} */
+    /** Where unsaved messages wait. @type {Outbox} */
     this.outbox = opts.outbox || new MemoryOutbox();
     const log = opts.logger || {};
     this.log = { debug: (log.debug || noop).bind(log), info: (log.info || noop).bind(log), warn: (log.warn || noop).bind(log), error: (log.error || noop).bind(log) };
@@ -165,11 +165,11 @@ export class NexoClient extends Emitter {
     /** The HTTP routes: users, presence, groups, conversations, search (and what later features add). */
     this.http = new HttpApi({ url: this.url, token: (hint) => this._httpToken(hint), fetch: opts.fetch });
 
-    /** @type {ConnectionState} */
+    /** The connection's state; every change is a "state" event. @type {ConnectionState} */
     this.state = 'disconnected';
-    /** @type {string} the signed-in user, read from the token ('' before the first connect) */
+    /** The signed-in user, read from the token ('' before the first connect). @type {string} */
     this.userId = '';
-    /** @type {string} */
+    /** The token in use (the last getToken() answer). @type {string} */
     this.token = '';
     /** @type {any} */
     this.ws = null;

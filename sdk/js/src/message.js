@@ -34,23 +34,23 @@ export class OutgoingMessage extends Emitter {
   /** @param {OutboxRecord} rec */
   constructor(rec) {
     super();
-    /** @type {string} */
+    /** The message's client_msg_id, the same on every retry. @type {string} */
     this.clientMsgId = rec.clientMsgId;
-    /** @type {SendBody} the 1003 data sent, unchanged across retries */
+    /** The 1003 data sent, unchanged across retries. @type {SendBody} */
     this.body = rec.body;
-    /** @type {SendState} */
+    /** pending, accepted, saved or failed; every change is a "state" event. @type {SendState} */
     this.state = 'pending';
-    /** @type {number} 0 until accepted */
+    /** The final seq (0 until accepted). @type {number} */
     this.seq = 0;
-    /** @type {string} */
+    /** The server's ID ('' until accepted). @type {string} */
     this.serverMsgId = '';
-    /** @type {string} '' until accepted */
+    /** The conversation ('' until accepted). @type {string} */
     this.conversationId = '';
-    /** @type {number} */
+    /** The server's accept time, Unix ms (0 until accepted). @type {number} */
     this.sendAt = 0;
-    /** @type {number} Unix ms when send was called */
+    /** When send was called, Unix ms. @type {number} */
     this.createdAt = rec.createdAt;
-    /** @type {import('./protocol.js').NexoError | null} why it failed */
+    /** Why it failed (null unless failed). @type {import('./protocol.js').NexoError | null} */
     this.error = null;
     /** @type {(r: SendResult) => void} */
     let resolveAccepted = () => {};
@@ -60,9 +60,9 @@ export class OutgoingMessage extends Emitter {
     let resolveSaved = () => {};
     /** @type {(e: Error) => void} */
     let rejectSaved = () => {};
-    /** @type {Promise<SendResult>} resolves at ACK(accepted) (or saved); rejects when the message fails first */
+    /** Resolves at ACK(accepted) (or saved); rejects when the message fails first. @type {Promise<SendResult>} */
     this.accepted = new Promise((res, rej) => { resolveAccepted = res; rejectAccepted = rej; });
-    /** @type {Promise<SendResult>} resolves once the message is in the database; rejects when it fails */
+    /** Resolves once the message is in the database; rejects when it fails. @type {Promise<SendResult>} */
     this.saved = new Promise((res, rej) => { resolveSaved = res; rejectSaved = rej; });
     // An app that never awaits a promise must not get an unhandled rejection.
     this.accepted.catch(() => {});

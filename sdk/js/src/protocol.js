@@ -82,15 +82,15 @@ export class NexoError extends Error {
   constructor(reason, detail = '', extra = {}) {
     super(detail ? `${reason}: ${detail}` : reason);
     this.name = 'NexoError';
-    /** @type {string} */
+    /** The error table's reason, or the SDK's own. @type {string} */
     this.reason = reason;
-    /** @type {string} */
+    /** For people; never branch on it. @type {string} */
     this.detail = detail;
-    /** @type {number} the error table's err_code, 0 for the SDK's own reasons */
+    /** The error table's err_code, 0 for the SDK's own reasons. @type {number} */
     this.errCode = extra.errCode || 0;
-    /** @type {number} the HTTP status for HTTP calls, 0 otherwise */
+    /** The HTTP status for HTTP calls, 0 otherwise. @type {number} */
     this.status = extra.status || 0;
-    /** @type {Record<string, any>} the error frame's data (retry_after_ms, request_id, …) */
+    /** The error frame's data (retry_after_ms, request_id, …). @type {Record<string, any>} */
     this.data = extra.data || {};
   }
 }

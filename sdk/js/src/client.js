@@ -220,7 +220,8 @@ export class NexoClient extends Emitter {
 
   /**
    * connect opens the connection and keeps it open (reconnecting) until
-   * disconnect or a kick. Resolves once connected; rejects with a NexoError
+   * disconnect or a kick. Resolves once connected (and the outbox read);
+   * rejects with a NexoError
    * when the session ends first (kicked, the token refused for good,
    * disconnect()).
    * @returns {Promise<void>}
@@ -349,7 +350,6 @@ export class NexoClient extends Emitter {
     this._authFailures = 0;
     this._startHeartbeat(ws);
     this._setState('connected');
-    this._settleConnect(null);
     this._afterConnect(this._gen);
   }
 
@@ -563,6 +563,9 @@ export class NexoClient extends Emitter {
       this.log.error('nexo: outbox could not be read', err);
     }
     if (gen !== this._gen) return;
+    // connect() resolves once what a previous page left is tracked, so
+    // pendingMessages() lists it.
+    this._settleConnect(null);
     // Accepted but unsaved: the resend answers the original ACK (saved by
     // now, or accepted again with a 2101 to follow on this connection).
     for (const out of this._outgoing.values()) {

@@ -100,7 +100,8 @@ export class NexoClient extends Emitter<ClientEvents> {
     _outboxLoaded: Promise<void> | null;
     /**
      * connect opens the connection and keeps it open (reconnecting) until
-     * disconnect or a kick. Resolves once connected; rejects with a NexoError
+     * disconnect or a kick. Resolves once connected (and the outbox read);
+     * rejects with a NexoError
      * when the session ends first (kicked, the token refused for good,
      * disconnect()).
      * @returns {Promise<void>}

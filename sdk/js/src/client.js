@@ -48,6 +48,7 @@ import {
  * @property {boolean} [autoAckDelivered]  ACK `delivered` for the contiguous prefix emitted (default true)
  * @property {boolean} [emitPlaceholders]  emit unavailable seqs as placeholder messages (default true; false skips them silently)
  * @property {number} [pendingRetryDelay]  ms before pulling again a seq still in flight on the server (default 1000)
+ * @property {number} [syncTimeout]  ms to wait for the newest seqs after a connect before messages flow without them (default 5000)
  * @property {typeof fetch} [fetch]  default globalThis.fetch
  * @property {() => number} [random]  uniform [0, 1) for jitter (tests)
  */
@@ -161,6 +162,7 @@ export class NexoClient extends Emitter {
     this.autoAckDelivered = opts.autoAckDelivered ?? true;
     this.emitPlaceholders = opts.emitPlaceholders ?? true;
     this.pendingRetryDelay = opts.pendingRetryDelay ?? 1000;
+    this.syncTimeout = opts.syncTimeout ?? 5000;
     this.random = opts.random || Math.random;
     /** The HTTP routes: users, presence, groups, conversations, search (and what later features add). */
     this.http = new HttpApi({ url: this.url, token: (hint) => this._httpToken(hint), fetch: opts.fetch });
@@ -197,6 +199,8 @@ export class NexoClient extends Emitter {
     /** @type {Map<string, Timeline>} */
     this._convs = new Map();
     this._synced = false;
+    /** the last sync had no cursors: new conversations start at their first seq seen */
+    this._cursorless = false;
 
     /** @type {Map<string, OutgoingMessage>} every message not yet saved or failed, by clientMsgId */
     this._outgoing = new Map();
@@ -592,16 +596,23 @@ export class NexoClient extends Emitter {
     /** @type {Array<[string, any]>} */
     const entries = [];
     let cursor = '';
+    let cursorless = false;
     try {
       for (let pages = 0; pages < 1000; pages++) {
-        const data = await this.request(Req.NEWEST_SEQ, cursor ? { cursor, limit: 1000 } : { limit: 1000 });
+        const data = await this.request(Req.NEWEST_SEQ, cursor ? { cursor, limit: 1000 } : { limit: 1000 }, { timeout: this.syncTimeout });
         for (const [k, v] of Object.entries(data.conversations || {})) if (v && typeof v === 'object') entries.push([k, v]);
         cursor = data.next_cursor || '';
         if (!cursor) break;
       }
     } catch (err) {
-      if (!(err instanceof NexoError && err.reason === 'unknown_request')) throw err;
+      if (err instanceof NexoError && err.reason === 'disconnected') throw err;
+      // No cursors to start from (a server without 1001, or it failed):
+      // a conversation starts at the first seq seen, not at its history.
+      this.log.warn('nexo: newest seqs unavailable; conversations start at their first seq seen', err);
+      cursorless = true;
+      entries.length = 0;
     }
+    this._cursorless = cursorless;
     for (const [id, s] of entries) {
       const c = this._conv(id);
       c.maxSeq = Math.max(c.maxSeq, s.max_seq || 0);
@@ -610,7 +621,7 @@ export class NexoClient extends Emitter {
     this._synced = true;
     for (const c of this._convs.values()) {
       // Not in the list: new since (or without) the read, so every seq is new.
-      if (!c.anchored) this._anchor(c, 0);
+      if (!c.anchored) this._anchor(c, cursorless ? Math.max(0, Math.min(...c.buffer.keys(), c.maxSeq + 1) - 1) : 0);
       this._drain(c);
       if (c.maxSeq > c.hi || c.buffer.size) this._fill(c);
       if (c.acked < c.hi) this._scheduleAck(c);
@@ -623,7 +634,7 @@ export class NexoClient extends Emitter {
     if (!c) {
       c = new Timeline(id);
       this._convs.set(id, c);
-      if (this._synced) this._anchor(c, 0);
+      if (this._synced && !this._cursorless) this._anchor(c, 0);
     }
     return c;
   }
@@ -642,6 +653,7 @@ export class NexoClient extends Emitter {
   _onPushedMessage(m) {
     if (!m.conversation_id || !(m.seq > 0)) return;
     const c = this._conv(m.conversation_id);
+    if (!c.anchored && this._synced) this._anchor(c, m.seq - 1);
     c.maxSeq = Math.max(c.maxSeq, m.seq);
     this._hold(c, m);
     this._drain(c);
@@ -947,6 +959,7 @@ export class NexoClient extends Emitter {
     this._queueRemove(out.clientMsgId);
     if (ack.conversation_id && ack.seq) {
       const c = this._conv(ack.conversation_id);
+      if (!c.anchored && this._synced) this._anchor(c, ack.seq - 1);
       c.maxSeq = Math.max(c.maxSeq, ack.seq);
       if (!c.anchored || ack.seq > c.hi) c.buffer.set(ack.seq, null);
       this._drain(c);

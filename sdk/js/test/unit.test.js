@@ -417,6 +417,21 @@ describe('message stream', () => {
     assert.deepEqual(got, [1, 3]);
   });
 
+  for (const how of ['unknown_request', 'no answer']) {
+    test(`without newest seqs (1001 ${how}) messages flow from the first seq seen`, async () => {
+      srv.on(1001, (f, reply) => { if (how === 'unknown_request') reply(null, 'unknown_request'); });
+      serve(new Map([[11, msg(11)]]), 11);
+      const c = client({ syncTimeout: 100 });
+      const got = [];
+      c.on('message', (m) => got.push(m.seq));
+      await c.connect();
+      srv.last.ws.send(frame(2001, msg(10)));
+      srv.last.ws.send(frame(2001, msg(12)));
+      await waitFor(() => got.length === 3, 3000, 'three messages');
+      assert.deepEqual(got, [10, 11, 12]);
+    });
+  }
+
   test('receipt, typing, recall, group events', async () => {
     serve(new Map(), 0);
     const c = client();

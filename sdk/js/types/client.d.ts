@@ -38,6 +38,7 @@ export class NexoClient extends Emitter<ClientEvents> {
     autoAckDelivered: boolean;
     emitPlaceholders: boolean;
     pendingRetryDelay: number;
+    syncTimeout: number;
     random: () => number;
     /** The HTTP routes: users, presence, groups, conversations, search (and what later features add). */
     http: HttpApi;
@@ -82,6 +83,8 @@ export class NexoClient extends Emitter<ClientEvents> {
     /** @type {Map<string, Timeline>} */
     _convs: Map<string, Timeline>;
     _synced: boolean;
+    /** the last sync had no cursors: new conversations start at their first seq seen */
+    _cursorless: boolean;
     /** @type {Map<string, OutgoingMessage>} every message not yet saved or failed, by clientMsgId */
     _outgoing: Map<string, OutgoingMessage>;
     /** @type {string[]} clientMsgIds of pending (unaccepted) messages, in send order */
@@ -422,6 +425,10 @@ export type NexoClientOptions = {
      */
     pendingRetryDelay?: number | undefined;
     /**
+     * ms to wait for the newest seqs after a connect before messages flow without them (default 5000)
+     */
+    syncTimeout?: number | undefined;
+    /**
      * default globalThis.fetch
      */
     fetch?: typeof fetch | undefined;
@@ -564,6 +571,7 @@ import { HttpApi } from './http.js';
  * @property {boolean} [autoAckDelivered]  ACK `delivered` for the contiguous prefix emitted (default true)
  * @property {boolean} [emitPlaceholders]  emit unavailable seqs as placeholder messages (default true; false skips them silently)
  * @property {number} [pendingRetryDelay]  ms before pulling again a seq still in flight on the server (default 1000)
+ * @property {number} [syncTimeout]  ms to wait for the newest seqs after a connect before messages flow without them (default 5000)
  * @property {typeof fetch} [fetch]  default globalThis.fetch
  * @property {() => number} [random]  uniform [0, 1) for jitter (tests)
  */

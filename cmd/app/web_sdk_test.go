@@ -14,13 +14,13 @@ import (
 
 // TestWebSDKReloadMidStream runs the JavaScript SDK (docs/sdk.md) in
 // Chromium, loaded from the server's /assets/sdk/ under the page's content
-// security policy: a page sends 200 messages with the IndexedDB outbox and
+// security policy: a page sends 120 messages with the IndexedDB outbox and
 // is reloaded while they are still going out; the reloaded page's client
 // finds the rest in IndexedDB and resends them with their client_msg_ids.
 // Every message must be saved exactly once, in send order.
 func TestWebSDKReloadMidStream(t *testing.T) {
 	t.Parallel()
-	const total = 200
+	const total = 120
 	b := newBrowser(t)
 	_, base := webApp(t)
 	for _, u := range []string{"sdkalice", "sdkbob"} {
@@ -55,7 +55,7 @@ func TestWebSDKReloadMidStream(t *testing.T) {
 	awaitPromise := func(e *runtime.EvaluateParams) *runtime.EvaluateParams { return e.WithAwaitPromise(true) }
 	p.run("start the SDK and send", chromedp.Evaluate(start(total), nil, awaitPromise))
 	// Mid-stream: some saved, most still in the outbox.
-	p.waitFor("the first 20 saved", `window.sdk && window.sdk.saved >= 20`)
+	p.waitFor("the first 10 saved", `window.sdk && window.sdk.saved >= 10`)
 	var before int
 	p.run("reload mid-stream", chromedp.Evaluate(`window.sdk.saved`, &before), chromedp.Reload())
 	if before >= total {

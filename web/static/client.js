@@ -51,7 +51,6 @@ export class Client {
       push: (f) => this.onPush(f),
       state: (s, info) => { this.status = { state: s, ...info }; this.changed(); },
       gate: (reason, detail) => this.onGate(reason, detail),
-      handshakeFailed: () => this.tokenStillValid(),
     });
     this.onVisible = () => { if (document.visibilityState === 'visible' && this.current) this.scheduleAck(this.current); };
   }

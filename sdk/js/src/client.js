@@ -48,6 +48,8 @@ import {
  * @property {boolean} [autoAckDelivered]  ACK `delivered` for the contiguous prefix emitted (default true)
  * @property {boolean} [emitPlaceholders]  emit unavailable seqs as placeholder messages (default true; false skips them silently)
  * @property {number} [pendingRetryDelay]  ms before pulling again a seq still in flight on the server (default 1000)
+ * @property {boolean} [stream]  false: no message stream (no sync, no "message" events, no delivered ACKs) for an app
+ *   that orders pushes itself from "push" events (default true)
  * @property {number} [syncTimeout]  ms to wait for the newest seqs after a connect before messages flow without them (default 5000)
  * @property {typeof fetch} [fetch]  default globalThis.fetch
  * @property {() => number} [random]  uniform [0, 1) for jitter (tests)
@@ -85,7 +87,11 @@ import {
  * @property {KickedEvent} kicked
  * @property {Message} group     a group notification (msg_type 1500–1599 in a group), after its "message"
  * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended)
+ * @property {ReconnectingEvent} reconnecting  a reconnect is scheduled after `delay` ms
+ * @property {any} push          every push frame (2xxx, 3001) as it arrived, before the SDK handles it
  */
+
+/** @typedef {{delay: number, attempt: number}} ReconnectingEvent */
 
 /**
  * @typedef {object} SendParams
@@ -163,6 +169,7 @@ export class NexoClient extends Emitter {
     this.emitPlaceholders = opts.emitPlaceholders ?? true;
     this.pendingRetryDelay = opts.pendingRetryDelay ?? 1000;
     this.syncTimeout = opts.syncTimeout ?? 5000;
+    this.stream = opts.stream ?? true;
     this.random = opts.random || Math.random;
     /** The HTTP routes: users, presence, groups, conversations, search (and what later features add). */
     this.http = new HttpApi({ url: this.url, token: (hint) => this._httpToken(hint), fetch: opts.fetch });
@@ -241,6 +248,21 @@ export class NexoClient extends Emitter {
       this._open();
     }
     return p;
+  }
+
+  /**
+   * reconnect replaces the connection at once (after a token refresh, or
+   * when the network is back), resetting the backoff; connects if stopped.
+   * @returns {Promise<void>} as connect()
+   */
+  reconnect() {
+    if (!this._wanted) return this.connect();
+    const p = this.state === 'connected' ? new Promise((resolve, reject) => { this._connectWaiters.push({ resolve: () => resolve(undefined), reject }); }) : this.connect();
+    this._attempt = 0;
+    this._gen++;
+    this._dropSocket(CloseCode.NORMAL, 'client reconnect');
+    this._open();
+    return /** @type {Promise<void>} */ (p);
   }
 
   /** disconnect closes the connection and stops reconnecting; unsaved messages wait in the outbox for the next connect. */
@@ -441,9 +463,11 @@ export class NexoClient extends Emitter {
 
   _scheduleReconnect() {
     if (!this._wanted) return;
-    const wait = backoffDelay(this._attempt++, this.minReconnectDelay, this.maxReconnectDelay, this.random);
+    const attempt = this._attempt++;
+    const wait = backoffDelay(attempt, this.minReconnectDelay, this.maxReconnectDelay, this.random);
     this.log.debug(`nexo: reconnecting in ${wait} ms`);
     this._setState('connecting');
+    this.emit('reconnecting', { delay: wait, attempt });
     clearTimeout(this._timer);
     this._timer = setTimeout(() => this._open(), wait);
   }
@@ -541,10 +565,11 @@ export class NexoClient extends Emitter {
       else w.reject(new NexoError(data.reason || f.err_msg || 'internal_error', data.detail || '', { errCode: f.err_code, data }));
       return;
     }
+    if (id >= 2000) this.emit('push', f);
     switch (id) {
-      case Push.MSG: this._onPushedMessage(data); break;
+      case Push.MSG: if (this.stream) this._onPushedMessage(data); break;
       case Push.ACK: this._onAckPush(data); break;
-      case Push.GROUP_NOTIFY: this._onGroupNotify(data); break;
+      case Push.GROUP_NOTIFY: if (this.stream) this._onGroupNotify(data); break;
       case Push.TYPING:
         if (data.conversation_id && data.user_id) this.emit('typing', { conversationId: data.conversation_id, userId: data.user_id, typing: !!data.typing });
         break;
@@ -576,6 +601,10 @@ export class NexoClient extends Emitter {
       if (out.state === 'accepted') this._transmit(out);
     }
     this._pump();
+    if (!this.stream) {
+      this._attempt = 0;
+      return;
+    }
     try {
       await this._sync();
       if (gen === this._gen) this._attempt = 0;

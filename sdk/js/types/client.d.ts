@@ -39,6 +39,7 @@ export class NexoClient extends Emitter<ClientEvents> {
     emitPlaceholders: boolean;
     pendingRetryDelay: number;
     syncTimeout: number;
+    stream: boolean;
     random: () => number;
     /** The HTTP routes: users, presence, groups, conversations, search (and what later features add). */
     http: HttpApi;
@@ -110,6 +111,12 @@ export class NexoClient extends Emitter<ClientEvents> {
      * @returns {Promise<void>}
      */
     connect(): Promise<void>;
+    /**
+     * reconnect replaces the connection at once (after a token refresh, or
+     * when the network is back), resetting the backoff; connects if stopped.
+     * @returns {Promise<void>} as connect()
+     */
+    reconnect(): Promise<void>;
     /** disconnect closes the connection and stops reconnecting; unsaved messages wait in the outbox for the next connect. */
     disconnect(): void;
     /** @param {ConnectionState} s */
@@ -425,6 +432,11 @@ export type NexoClientOptions = {
      */
     pendingRetryDelay?: number | undefined;
     /**
+     * false: no message stream (no sync, no "message" events, no delivered ACKs) for an app
+     * that orders pushes itself from "push" events (default true)
+     */
+    stream?: boolean | undefined;
+    /**
      * ms to wait for the newest seqs after a connect before messages flow without them (default 5000)
      */
     syncTimeout?: number | undefined;
@@ -500,6 +512,18 @@ export type ClientEvents = {
      * a failure the SDK cannot attach to a call (sync, the session ended)
      */
     error: NexoError;
+    /**
+     * a reconnect is scheduled after `delay` ms
+     */
+    reconnecting: ReconnectingEvent;
+    /**
+     * every push frame (2xxx, 3001) as it arrived, before the SDK handles it
+     */
+    push: any;
+};
+export type ReconnectingEvent = {
+    delay: number;
+    attempt: number;
 };
 export type SendParams = {
     /**
@@ -571,6 +595,8 @@ import { HttpApi } from './http.js';
  * @property {boolean} [autoAckDelivered]  ACK `delivered` for the contiguous prefix emitted (default true)
  * @property {boolean} [emitPlaceholders]  emit unavailable seqs as placeholder messages (default true; false skips them silently)
  * @property {number} [pendingRetryDelay]  ms before pulling again a seq still in flight on the server (default 1000)
+ * @property {boolean} [stream]  false: no message stream (no sync, no "message" events, no delivered ACKs) for an app
+ *   that orders pushes itself from "push" events (default true)
  * @property {number} [syncTimeout]  ms to wait for the newest seqs after a connect before messages flow without them (default 5000)
  * @property {typeof fetch} [fetch]  default globalThis.fetch
  * @property {() => number} [random]  uniform [0, 1) for jitter (tests)
@@ -605,7 +631,10 @@ import { HttpApi } from './http.js';
  * @property {KickedEvent} kicked
  * @property {Message} group     a group notification (msg_type 1500–1599 in a group), after its "message"
  * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended)
+ * @property {ReconnectingEvent} reconnecting  a reconnect is scheduled after `delay` ms
+ * @property {any} push          every push frame (2xxx, 3001) as it arrived, before the SDK handles it
  */
+/** @typedef {{delay: number, attempt: number}} ReconnectingEvent */
 /**
  * @typedef {object} SendParams
  * @property {string} [recvId]   the peer of a single chat (exactly one of recvId, groupId)

@@ -1,7 +1,8 @@
 // The WebSocket connection of the web client, on the JavaScript SDK
 // (/assets/sdk/, sdk/js; docs/sdk.md): the SDK owns the frames, request
 // matching, heartbeats, reconnect with backoff and the close codes; this
-// module maps its events onto the client's handlers.
+// module maps its events onto the client's handlers. Own messages go
+// through the SDK's send, which resends them until saved.
 
 import { NexoClient, NexoError, backoffDelay } from './sdk/index.js';
 import { PLATFORM_WEB } from './ids.js';
@@ -95,6 +96,15 @@ export class Connection {
   setState(s, info = {}) {
     this.status = s;
     this.h.state(s, info);
+  }
+
+  /**
+   * send queues an own message in the SDK (its parameters: recvId or
+   * groupId, msgType, content, clientMsgId, atUserIds) and returns the
+   * SDK's OutgoingMessage: resent after reconnects until saved or failed.
+   */
+  send(p) {
+    return this.sdk.send(p);
   }
 
   /**

@@ -1,6 +1,5 @@
-// What the client does on every (re)connect and on every push: resend its
-// own pending messages, read the conversation list, groups and newest seqs,
-// fill the gaps by pull; place pushed messages, receipts and save results.
+// What the client does on every (re)connect and on every push: read the
+// conversation list, groups and newest seqs, fill the gaps by pull; place pushed messages, receipts and save results.
 // Installed on Client.prototype (client.js); `this` is the Client.
 
 import { MAX_FILL, better } from './conversation.js';
@@ -9,12 +8,7 @@ import { RequestError } from './socket.js';
 
 export const SyncMethods = {
   async onOpen() {
-    // Messages typed while offline, or whose answer the drop swallowed:
-    // the same client_msg_id makes the resend idempotent.
-    for (const c of this.convs.values()) {
-      for (const m of [...c.pending.values()]) if (m.state === 'sending') this.transmit(c, m);
-      for (const m of c.msgs.values()) if (m.local && m.state === 'sending') this.transmit(c, m);
-    }
+    // Own messages not yet saved are the SDK's to resend (socket.js).
     try {
       await this.sync();
     } catch (err) {

@@ -986,7 +986,7 @@ export class NexoClient extends Emitter {
     }
     const moved = out._place(ack.seq, ack.server_msg_id || '', ack.conversation_id || '', ack.send_at || 0);
     this._queueRemove(out.clientMsgId);
-    if (ack.conversation_id && ack.seq) {
+    if (this.stream && ack.conversation_id && ack.seq) {
       const c = this._conv(ack.conversation_id);
       if (!c.anchored && this._synced) this._anchor(c, ack.seq - 1);
       c.maxSeq = Math.max(c.maxSeq, ack.seq);

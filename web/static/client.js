@@ -49,6 +49,7 @@ export class Client {
     this.conn = new Connection(() => this.api.session.token, () => this.me, {
       open: () => this.onOpen(),
       push: (f) => this.onPush(f),
+      message: (m) => this.onMessage(m),
       state: (s, info) => { this.status = { state: s, ...info }; this.changed(); },
       gate: (reason, detail) => this.onGate(reason, detail),
     });
@@ -529,7 +530,6 @@ export class Client {
     if (held.state === 'saved') c.maxSeq = Math.max(c.maxSeq, ack.seq);
     c.noteLatest(held);
     if (!c.anchored) c.anchor(ack.seq - 1); // a new conversation
-    if (c.gap()) this.fill(c);
     this.scheduleAck(c);
     this.changed();
   }

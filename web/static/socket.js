@@ -23,6 +23,8 @@ export const Timing = {
  * handlers:
  *   open()                 — a connection is up (after a reconnect too)
  *   push(frame)            — a 2xxx/3001 frame that is not a response
+ *   message(m)             — the SDK's message stream: each message (or an
+ *                            unavailable placeholder) once, in seq order
  *   state(s, info)         — 'connecting' | 'open' | 'waiting' {retryIn} | 'stopped' {reason, detail}
  *   gate(reason, detail)   — the session cannot go on as it is (kicked, the
  *                            token refused); the connection has stopped and
@@ -33,13 +35,13 @@ export class Connection {
     this.h = handlers;
     this.status = 'stopped';
     this.stopInfo = null;
-    // The page orders and fills messages itself (client.js, sync.js):
-    // the SDK's own message stream is off.
+    // Messages come from the SDK's stream: once each, in seq order per
+    // conversation, gaps filled. The page ACKs what it holds itself.
     this.sdk = new NexoClient({
       url: location.origin,
       platformId: PLATFORM_WEB,
       getToken: () => tokenFn(),
-      stream: false,
+      autoAckDelivered: false,
       minReconnectDelay: Timing.backoffBase,
       maxReconnectDelay: Timing.backoffMax,
       requestTimeout: Timing.requestTimeout,
@@ -58,6 +60,7 @@ export class Connection {
     });
     this.sdk.on('reconnecting', ({ delay }) => this.setState('waiting', { retryIn: delay }));
     this.sdk.on('push', (f) => this.h.push(f));
+    this.sdk.on('message', (m) => this.h.message(m));
     this.sdk.on('kicked', ({ reason, detail }) => {
       this.setState('stopped', { reason, detail });
       this.h.gate(reason, detail);

@@ -242,8 +242,9 @@ export class Client {
       c.mentions = 0;
     }
     this.changed();
+    // Newer messages come from the SDK's stream; the first open loads the
+    // newest page (and the history down to the delivered cursor).
     if (!c.anchored) await this.firstLoad(c);
-    else this.fill(c, c.maxSeq);
     if (c.visible().length < 20 && !c.allEarlier) await this.loadEarlier(c);
     if (c.isGroup) this.loadMembers(c.groupID);
     this.scheduleAck(c);

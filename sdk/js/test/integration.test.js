@@ -146,3 +146,28 @@ test('messages sent while the receiver was offline arrive once, in order, after 
   await waitFor(() => got.length === 30, 15000, 'thirty messages');
   assert.deepEqual(got, [...Array(30).keys()]);
 });
+
+test('a refresh revokes the token in use: session_invalid, getToken() gives the new one, the client reconnects and sends', async () => {
+  const id = `refr${Date.now().toString(36)}`;
+  await nexo.register(id);
+  const peer = await user('rpeer');
+  let tok = await nexo.login(id, 5);
+  const hints = [];
+  const c = new NexoClient({
+    url: nexo.url, platformId: 5, WebSocket, minReconnectDelay: 20, maxReconnectDelay: 200,
+    getToken: (hint) => { hints.push(hint && hint.reason); return tok; },
+  });
+  clients.push(c);
+  await c.connect();
+  const states = [];
+  c.on('state', (s) => states.push(s));
+  // The app refreshes (POST /auth/refresh): the old token is revoked and
+  // the server closes the connection that used it.
+  const fresh = await nexo.call('POST', '/auth/refresh', undefined, tok);
+  tok = fresh.token;
+  await waitFor(() => states.includes('connecting') && c.state === 'connected', 10000, 'the reconnect with the new token');
+  assert.ok(hints.includes('session_invalid'), `getToken hints ${JSON.stringify(hints)}`);
+  assert.equal(c.token, tok);
+  const out = c.send({ recvId: peer.id, msgType: 101, content: { text: 'after refresh' } });
+  await out.saved;
+});

@@ -501,7 +501,7 @@ export class Client {
     if (m.at_user_ids && m.at_user_ids.length) p.atUserIds = m.at_user_ids;
     const out = this.conn.send(p);
     out.accepted.then((r) => {
-      this.accepted(c, m, { seq: r.seq, server_msg_id: r.serverMsgId, send_at: r.sendAt, ack_type: out.state === 'saved' ? 'saved' : 'accepted' });
+      this.accepted(c, m, { seq: r.seq, server_msg_id: r.serverMsgId, send_at: out.sendAt, ack_type: out.state === 'saved' ? 'saved' : 'accepted' });
     }, () => {});
     out.saved.then(() => {
       if (m.state === 'failed') return;

@@ -12,8 +12,7 @@ import { Emitter } from './emitter.js';
  * @typedef {object} SendResult  where the server placed a message
  * @property {number} seq              its final seq in the conversation
  * @property {string} serverMsgId      the server's UUIDv7
- * @property {string} conversationId   "si_a_b" or "sg_group"
- * @property {number} sendAt           the server's accept time, Unix ms
+ * @property {string} conversationId   "si_a_b" or "sg_group" (the accept time is out.sendAt)
  */
 
 /**
@@ -76,7 +75,7 @@ export class OutgoingMessage extends Emitter {
 
   /** @returns {SendResult} */
   result() {
-    return { seq: this.seq, serverMsgId: this.serverMsgId, conversationId: this.conversationId, sendAt: this.sendAt };
+    return { seq: this.seq, serverMsgId: this.serverMsgId, conversationId: this.conversationId };
   }
 
   /**

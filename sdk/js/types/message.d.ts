@@ -64,13 +64,9 @@ export type SendResult = {
      */
     serverMsgId: string;
     /**
-     * "si_a_b" or "sg_group"
+     * "si_a_b" or "sg_group" (the accept time is out.sendAt)
      */
     conversationId: string;
-    /**
-     * the server's accept time, Unix ms
-     */
-    sendAt: number;
 };
 export type OutgoingEvents = {
     /**

@@ -360,7 +360,9 @@ export class NexoClient extends Emitter {
     ws.onerror = () => {};
     ws.onclose = (/** @type {{code: number, reason: string}} */ e) => {
       if (this.ws !== ws) return;
-      this._onClose(e.code, String(e.reason || ''), opened, token, hintedSame);
+      // A connection that opened proves its token: only a refused
+      // handshake with the token getToken gave back ends the session.
+      this._onClose(e.code, String(e.reason || ''), opened, token, hintedSame && !opened);
     };
   }
 

@@ -131,6 +131,17 @@ describe('connection state machine', () => {
     });
   }
 
+  test('getToken() may hand back the same token when the server takes it again', async () => {
+    const c = client();
+    await c.connect();
+    for (let i = 1; i <= 2; i++) {
+      srv.last.ws.send(frame(3001, { reason: 'token_expired' }, { err_code: 1103, err_msg: 'token_expired' }));
+      srv.last.ws.close(1008, 'token_expired');
+      await srv.until(() => srv.conns.length === i + 1, 3000, `reconnect ${i}`);
+      await waitFor(() => c.state === 'connected');
+    }
+  });
+
   test('a refused handshake asks HTTP, then getToken() for a fresh token', async () => {
     srv.validTokens = new Set([token('alice', 'fresh')]);
     const hints = [];

@@ -46,12 +46,6 @@ type Search struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// IndexBatch is the most messages the indexing stage writes at once.
 	IndexBatch int `koanf:"index_batch"`
-	// IndexInterval is how long the indexing stage waits after a read that
-	// did not fill a batch, so that at light load one INSERT carries many
-	// messages instead of one (a full-text insert costs the database far
-	// more per row in small statements). It bounds how long a saved
-	// message waits to become searchable; 0 reads again at once.
-	IndexInterval time.Duration `koanf:"index_interval"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -853,6 +847,6 @@ func Default() Config {
 			GroupAdded:   Rate{Rate: 30, Period: time.Hour, Burst: 30},
 			Search:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
 		},
-		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexInterval: 200 * time.Millisecond},
+		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
 	}
 }

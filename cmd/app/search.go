@@ -59,8 +59,7 @@ func (a *App) buildSearch(ctx context.Context) (*search.Service, afterSave, erro
 		return nil, nil, err
 	}
 	keys := search.NewKeys(a.cfg.Redis.KeyPrefix)
-	indexer := search.NewIndexer(a.rdb, keys, repo, a.consumerName(),
-		search.IndexPacing{Batch: a.cfg.Search.IndexBatch, Interval: a.cfg.Search.IndexInterval}, a.log)
+	indexer := search.NewIndexer(a.rdb, keys, repo, a.consumerName(), a.cfg.Search.IndexBatch, a.log)
 	if err := indexer.EnsureGroup(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -116,25 +116,14 @@ type Indexer struct {
 	repo     IndexWriter
 	log      *slog.Logger
 	consumer *streams.Consumer
-	pacing   IndexPacing
 }
 
-// IndexPacing sizes the indexing stage's writes: Batch is the most entries
-// one read takes (search.index_batch); after a read shorter than that the
-// stage waits Interval (search.index_interval) before reading again, so
-// that at light load one INSERT carries what arrived meanwhile. A message
-// becomes searchable at most about Interval after the read that follows
-// its save.
-type IndexPacing struct {
-	Batch    int
-	Interval time.Duration
-}
-
-// NewIndexer returns the stage; consumer is this instance's stable name.
-func NewIndexer(rdb redis.UniversalClient, keys Keys, repo IndexWriter, consumer string, pacing IndexPacing, log *slog.Logger) *Indexer {
-	x := &Indexer{rdb: rdb, keys: keys, repo: repo, log: log, pacing: pacing}
+// NewIndexer returns the stage; consumer is this instance's stable name,
+// batch the most entries one read takes (search.index_batch).
+func NewIndexer(rdb redis.UniversalClient, keys Keys, repo IndexWriter, consumer string, batch int, log *slog.Logger) *Indexer {
+	x := &Indexer{rdb: rdb, keys: keys, repo: repo, log: log}
 	x.consumer = streams.NewConsumer(rdb, streams.ConsumerConfig{
-		Stream: keys.Index, Group: Group, Consumer: consumer, Count: pacing.Batch, Block: time.Second,
+		Stream: keys.Index, Group: Group, Consumer: consumer, Count: batch, Block: time.Second,
 		ClaimMinIdle: 30 * time.Second, TrimInterval: time.Minute,
 		// Without MaxAttempts a failing database is retried until it is
 		// back: a message left out of the index is only found again by a
@@ -155,27 +144,7 @@ func (x *Indexer) EnsureGroup(ctx context.Context) error {
 func (x *Indexer) Run(ctx context.Context) error {
 	// The consumer creates its group first, and a shutdown before that is
 	// a clean stop.
-	return x.consumer.Run(ctx, func(hctx context.Context, entries []redis.XMessage) error {
-		err := x.handle(hctx, entries)
-		if err == nil && len(entries) < x.pacing.Batch {
-			x.pause(ctx)
-		}
-		return err
-	})
-}
-
-// pause waits the pacing interval, or until ctx is done: shutdown does not
-// wait for it.
-func (x *Indexer) pause(ctx context.Context) {
-	if x.pacing.Interval <= 0 {
-		return
-	}
-	t := time.NewTimer(x.pacing.Interval)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
+	return x.consumer.Run(ctx, x.handle)
 }
 
 // handle indexes one read: malformed entries fail on their own, the rest

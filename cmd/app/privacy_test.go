@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/configs"
@@ -172,6 +173,14 @@ func TestAccountDeletionAcrossInstances(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
 	}
 	propagation(t, nodes, "the deleted user's WebSocket on n2 closes", zoeWS.closed)
+	t.Logf("token refused and WebSocket closed on n2 %v after the deletion request began", time.Since(began))
+	wsURL := strings.Replace(b, "http://", "ws://", 1) + "/ws?platform_id=5&send_id=zoe&token=" + tok["zoe"]
+	if conn, resp, err := websocket.DefaultDialer.Dial(wsURL, http.Header{"Origin": []string{b}}); err == nil {
+		_ = conn.Close()
+		t.Fatal("a WebSocket opens on n2 with the deleted user's token")
+	} else if resp == nil || resp.StatusCode != 401 {
+		t.Fatalf("the WebSocket handshake with the old token: %v %v", resp, err)
+	}
 	if code, env := call(t, "POST", b+"/auth/login", fmt.Sprintf(`{"user_id":"zoe","password":%q,"platform_id":5}`, testPassword), ""); code != 401 {
 		t.Fatalf("login after deletion: %d %v", code, env)
 	}

@@ -57,9 +57,10 @@ type ClearedJSON struct {
 
 // Clear clears conversationID's history for userID alone: every seq issued
 // until now (saved or still on its way) is no longer served to any of the
-// user's devices — a pull shows those seqs as placeholders — and the
-// conversation leaves the user's list until its next message, as a delete
-// does. The messages stay for the other party and members. Errors:
+// user's devices — a pull shows those seqs as placeholders, the resend on
+// connect skips them (delivered_seq moves up to seq; read_seq does not, so
+// no read receipt is sent) — and the conversation leaves the user's list
+// until its next message, as a delete does. The messages stay for the other party and members. Errors:
 // bad_request, not_conversation_member.
 func (s *Service) Clear(ctx context.Context, userID string, req ClearRequest) (ClearedJSON, error) {
 	if err := req.Validate(); err != nil {
@@ -77,6 +78,12 @@ func (s *Service) Clear(ctx context.Context, userID string, req ClearRequest) (C
 	if seq > 0 {
 		if err := s.d.Store.Clear(ctx, userID, req.ConversationID, seq); err != nil {
 			return ClearedJSON{}, err
+		}
+		if s.d.Cursors != nil {
+			// Delivered, not read: a clear sends no read receipt.
+			if _, err := s.d.Cursors.Advance(ctx, []domain.Cursor{{UserID: userID, ConversationID: req.ConversationID, DeliveredSeq: seq}}); err != nil {
+				return ClearedJSON{}, err
+			}
 		}
 	}
 	return ClearedJSON{ConversationID: req.ConversationID, ClearedSeq: seq}, nil

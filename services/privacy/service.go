@@ -78,6 +78,12 @@ type Store interface {
 	ClearedSeq(ctx context.Context, ownerID, conversationID string) (int64, error)
 }
 
+// Cursors moves delivered and read cursors forward only
+// (store.CursorRepo.Advance).
+type Cursors interface {
+	Advance(ctx context.Context, cursors []domain.Cursor) (int, error)
+}
+
 // Forgetter drops cached decisions about a user (account.DMGate).
 type Forgetter interface {
 	Forget(userID string)
@@ -110,6 +116,10 @@ type Deps struct {
 	// Access decides who may read, clear and set the retention of a
 	// conversation (ConversationAccess).
 	Access ConversationAccess
+	// Cursors moves a user's delivered_seq past a cleared history
+	// (store.CursorRepo), so the resend on connect does not push it
+	// again; nil leaves the cursors alone.
+	Cursors Cursors
 	// Roles tells a group member's role, for a group's retention.
 	Roles Roles
 	Log   *slog.Logger

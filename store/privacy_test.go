@@ -224,3 +224,47 @@ func TestDeleteExpiredAndClear(t *testing.T) {
 		})
 	}
 }
+
+// TestExpiryAndErasureReachTheSearchIndex: an expired message and an
+// erased user's message leave message_search with the message, so search
+// never finds text that is gone.
+func TestExpiryAndErasureReachTheSearchIndex(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			t.Parallel()
+			f := newSearchFixture(t, b)
+			priv := store.NewPrivacyRepo(f.db)
+			conv := domain.SingleConversationID("sue", "tom")
+			for seq := int64(1); seq <= 4; seq++ {
+				from, to := "sue", "tom"
+				if seq == 4 {
+					from, to = "tom", "sue"
+				}
+				f.add(conv, seq, from, to, fmt.Sprintf("pineapple number %d", seq))
+			}
+			if _, err := store.NewUserRepo(f.db).Create(f.ctx, domain.User{ID: "tom", Nickname: "t"}); err != nil {
+				t.Fatal(err)
+			}
+			if n, _ := f.search.Indexed(f.ctx); n != 4 {
+				t.Fatalf("indexed %d", n)
+			}
+			// The fixture's send_at is 1000 + its count: seqs 1 and 2 are
+			// before 1003.
+			if n, err := priv.DeleteExpired(f.ctx, "", nil, 1003, 100); err != nil || n != 2 {
+				t.Fatalf("expired: %d %v", n, err)
+			}
+			if n, _ := f.search.Indexed(f.ctx); n != 2 {
+				t.Fatalf("after the expiry the index holds %d rows, want 2", n)
+			}
+			if hits := f.find("tom", "pineapple"); len(hits) != 2 {
+				t.Fatalf("search after the expiry: %v", hits)
+			}
+			if err := priv.EraseUser(f.ctx, "tom", store.EraseOptions{Messages: true}); err != nil {
+				t.Fatal(err)
+			}
+			if hits := f.find("sue", "pineapple"); len(hits) != 1 || hits[0] != conv+"#3" {
+				t.Fatalf("search after erasing tom: %v", hits)
+			}
+		})
+	}
+}

@@ -259,6 +259,10 @@ func TestAccountDeletionServerAPIErases(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
 	}
+	// erin has no password (made by the server API): only the app deletes her.
+	if code, env := call(t, "POST", base+"/user/delete", `{"password":"whatever-it-is"}`, tok["erin"]); code != 403 || env["err_msg"] != "forbidden" {
+		t.Fatalf("self-deletion without a password: %d %v", code, env)
+	}
 	res := mustAPI(t, "POST", base+"/api/user/delete", `{"user_id":"erin"}`)
 	if res["messages_erased"] != true {
 		t.Fatalf("deletion: %v", res)

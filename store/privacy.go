@@ -2,7 +2,10 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"sync"
+	"time"
 
 	"gorm.io/gorm"
 	"gorm.io/gorm/clause"
@@ -54,10 +57,29 @@ func migratePrivacy(tx *gorm.DB, _ Dialect) error {
 // PrivacyRepo erases deleted accounts, keeps their IDs reserved, stores
 // per-conversation retention and per-user cleared history, and deletes
 // expired messages (docs/privacy.md).
-type PrivacyRepo struct{ db *DB }
+type PrivacyRepo struct {
+	db *DB
+	// searchSeen: message_search exists (it is created at start when
+	// search is enabled, and never dropped); checkedAt is when its absence
+	// was last seen, so the check runs at most once a minute, not per batch.
+	mu         sync.Mutex
+	searchSeen bool
+	checkedAt  time.Time
+}
 
 // NewPrivacyRepo returns the repository on db.
 func NewPrivacyRepo(db *DB) *PrivacyRepo { return &PrivacyRepo{db: db} }
+
+// hasSearch reports whether message_search exists.
+func (r *PrivacyRepo) hasSearch(g *gorm.DB) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.searchSeen || time.Since(r.checkedAt) < time.Minute {
+		return r.searchSeen
+	}
+	r.searchSeen, r.checkedAt = g.Migrator().HasTable("message_search"), time.Now()
+	return r.searchSeen
+}
 
 // eraseBatch is how many rows one erase or expiry statement deletes: small
 // enough that no statement holds its row locks for long.
@@ -119,14 +141,6 @@ func (r *PrivacyRepo) EraseUser(ctx context.Context, userID string, opt EraseOpt
 		{"mentions", &mentionRow{}, "user_id = ?", []any{userID}},
 		{"join applications", &groupRequestRow{}, "user_id = ?", []any{userID}},
 	}
-	if opt.Messages {
-		batched = append(batched, struct {
-			what  string
-			model any
-			where string
-			args  []any
-		}{"mentions sent", &mentionRow{}, "sender_id = ?", []any{userID}})
-	}
 	for _, b := range batched {
 		if err := deleteInBatches(g, b.model, b.where, b.args...); err != nil {
 			return fmt.Errorf("erase %s of %s: %w", b.what, userID, err)
@@ -179,6 +193,7 @@ type msgKey struct {
 	ID             int64
 	ConversationID string
 	Seq            int64
+	AtUserIDs      *string
 }
 
 // eraseMessages deletes the messages matching where, eraseBatch at a time
@@ -193,7 +208,7 @@ func (r *PrivacyRepo) eraseMessages(ctx context.Context, where string, args ...a
 // where, in batches, and returns how many it deleted.
 func (r *PrivacyRepo) deleteMessages(ctx context.Context, max int, where string, args ...any) (int, error) {
 	g := r.db.Gorm.WithContext(ctx)
-	search := g.Migrator().HasTable("message_search")
+	search := r.hasSearch(g)
 	total := 0
 	for max < 0 || total < max {
 		n := eraseBatch
@@ -201,7 +216,7 @@ func (r *PrivacyRepo) deleteMessages(ctx context.Context, max int, where string,
 			n = min(n, max-total)
 		}
 		var keys []msgKey
-		if err := g.Model(&messageRow{}).Select("id", "conversation_id", "seq").Where(where, args...).Order("id").Limit(n).Find(&keys).Error; err != nil {
+		if err := g.Model(&messageRow{}).Select("id", "conversation_id", "seq", "at_user_ids").Where(where, args...).Order("id").Limit(n).Find(&keys).Error; err != nil {
 			return total, err
 		}
 		if len(keys) == 0 {
@@ -238,8 +253,28 @@ func (r *PrivacyRepo) deleteKeys(ctx context.Context, keys []msgKey, search bool
 			return fmt.Errorf("delete %d search rows: %w", len(keys), err)
 		}
 	}
-	if err := g.Where(cond, pairs...).Delete(&mentionRow{}).Error; err != nil {
-		return fmt.Errorf("delete mentions of %d messages: %w", len(keys), err)
+	// Mentions by their primary key (user_id, conversation_id, seq): the
+	// mentioned users are in the message's at_user_ids.
+	var mcond string
+	var margs []any
+	for _, k := range keys {
+		if k.AtUserIDs == nil {
+			continue
+		}
+		var ids []string
+		_ = json.Unmarshal([]byte(*k.AtUserIDs), &ids)
+		for _, u := range ids {
+			if mcond != "" {
+				mcond += " OR "
+			}
+			mcond += "(user_id = ? AND conversation_id = ? AND seq = ?)"
+			margs = append(margs, u, k.ConversationID, k.Seq)
+		}
+	}
+	if mcond != "" {
+		if err := g.Where(mcond, margs...).Delete(&mentionRow{}).Error; err != nil {
+			return fmt.Errorf("delete mentions of %d messages: %w", len(keys), err)
+		}
 	}
 	if err := g.Where("id IN ?", ids).Delete(&messageRow{}).Error; err != nil {
 		return fmt.Errorf("delete %d messages: %w", len(keys), err)

@@ -162,6 +162,16 @@ func TestDeleteExpiredAndClear(t *testing.T) {
 				t.Fatal(err)
 			}
 			ab, cd := domain.SingleConversationID("ann", "ben"), domain.SingleConversationID("cat", "dan")
+			mentions := func(conv string) int64 {
+				var n int64
+				if err := db.Gorm.Raw("SELECT COUNT(*) FROM message_mentions WHERE conversation_id = ?", conv).Scan(&n).Error; err != nil {
+					t.Fatal(err)
+				}
+				return n
+			}
+			if mentions(ab) != 30 {
+				t.Fatalf("mentions before: %d", mentions(ab))
+			}
 			// send_at is 1700000000000 + seq: before +11 is seqs 1..10.
 			n, err := priv.DeleteExpired(ctx, ab, nil, 1700000000000+11, 4)
 			if err != nil || n != 4 {
@@ -173,6 +183,9 @@ func TestDeleteExpiredAndClear(t *testing.T) {
 			}
 			if left, _ := msgs.Range(ctx, ab, 1, 30, 100); len(left) != 20 || left[0].Seq != 11 {
 				t.Fatalf("left in %s: %d from %d", ab, len(left), left[0].Seq)
+			}
+			if n := mentions(ab); n != 20 {
+				t.Fatalf("mentions of the expired messages stay: %d left, want 20", n)
 			}
 			if left, _ := msgs.Range(ctx, cd, 1, 30, 100); len(left) != 30 {
 				t.Fatalf("another conversation lost %d", 30-len(left))

@@ -33,6 +33,30 @@ type Config struct {
 	Limits    Limits    `koanf:"limits"`
 	Metrics   Metrics   `koanf:"metrics"`
 	Search    Search    `koanf:"search"`
+	// Moderation: the word filter (docs/moderation.md); SIGHUP reloads it.
+	Moderation Moderation `koanf:"moderation"`
+}
+
+// Word filter actions (moderation.action).
+const (
+	ModerationRefuse = "refuse"
+	ModerationMask   = "mask"
+)
+
+// Moderation configures the word filter applied to what users write:
+// message text (msg_type 101 and 106, and a custom message's top-level
+// search_text), nicknames and group names (docs/moderation.md). Both lists
+// are merged; matching ignores letter case and full/half width. SIGHUP
+// reloads all three keys (the file is read again).
+type Moderation struct {
+	// BlockedWords are the blocked words or phrases.
+	BlockedWords []string `koanf:"blocked_words"`
+	// BlockedWordsFile, when set, is a UTF-8 file of more: one per line;
+	// blank lines and lines starting with # are skipped.
+	BlockedWordsFile string `koanf:"blocked_words_file"`
+	// Action is refuse (the write fails with blocked_word, the default) or
+	// mask (each matched character becomes *).
+	Action string `koanf:"action"`
 }
 
 // Search configures message, user and group search (docs/search.md).
@@ -688,6 +712,10 @@ type Limits struct {
 	// happen count (not users already members, nor adds their
 	// group_invites refuses). The server API is not counted.
 	GroupAdded Rate `koanf:"group_added"`
+	// Report counts one user's message reports (POST /msg/report, WS
+	// 1113), on every instance. A repeated report of the same message
+	// counts too.
+	Report Rate `koanf:"report"`
 }
 
 // DeadLetters is the repeat-offender limit: Count dead-lettered messages
@@ -846,7 +874,9 @@ func Default() Config {
 			GroupInvite:  Rate{Rate: 500, Period: time.Hour, Burst: 500},
 			GroupAdded:   Rate{Rate: 30, Period: time.Hour, Burst: 30},
 			Search:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
+			Report:       Rate{Rate: 20, Period: time.Hour, Burst: 10},
 		},
-		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
+		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
+		Moderation: Moderation{Action: ModerationRefuse},
 	}
 }

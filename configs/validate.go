@@ -169,6 +169,7 @@ func (c *Config) Validate() error {
 		{c.Cluster.DrainDelay >= 0 && c.Cluster.DrainDelay < c.HTTP.ShutdownTimeout, "cluster.drain_delay", "must be >= 0 and below http.shutdown_timeout"},
 		{c.Search.Timeout > 0, "search.timeout", "must be > 0"},
 		{c.Search.IndexBatch >= 1, "search.index_batch", "must be >= 1"},
+		{oneOf(c.Moderation.Action, ModerationRefuse, ModerationMask), "moderation.action", "allowed: refuse, mask"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.DeadLetters.Count == 0 || c.Limits.DeadLetters.Count > 0 && c.Limits.DeadLetters.Window > 0 && c.Limits.DeadLetters.Block > 0,
@@ -178,7 +179,8 @@ func (c *Config) Validate() error {
 		key string
 		r   Rate
 	}{{"limits.login_ip", c.Limits.LoginIP}, {"limits.login_account", c.Limits.LoginAccount}, {"limits.register_ip", c.Limits.RegisterIP},
-		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search}} {
+		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search},
+		{"limits.report", c.Limits.Report}} {
 		checks = append(checks, struct {
 			ok       bool
 			key, msg string
@@ -190,6 +192,9 @@ func (c *Config) Validate() error {
 		if !ch.ok {
 			errs = append(errs, errKey{ch.key, ch.msg})
 		}
+	}
+	if _, err := c.Moderation.Words(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

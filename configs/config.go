@@ -314,6 +314,8 @@ type Webhooks struct {
 	UserOnline   WebhookEvent `koanf:"user_online"`
 	UserOffline  WebhookEvent `koanf:"user_offline"`
 	GroupChanged WebhookEvent `koanf:"group_changed"`
+	// MessageReported: a user reported a message (docs/moderation.md).
+	MessageReported WebhookEvent `koanf:"message_reported"`
 	// OfflinePush is offline_push's URL: the app's push service.
 	OfflinePush OfflinePush `koanf:"offline_push"`
 }
@@ -352,6 +354,8 @@ const (
 	EventUserOffline  = "user_offline"
 	EventGroupChanged = "group_changed"
 	EventOfflinePush  = "offline_push"
+	// EventMessageReported: a user filed a report (POST /msg/report).
+	EventMessageReported = "message_reported"
 
 	OnErrorAllow  = "allow"
 	OnErrorReject = "reject"
@@ -375,6 +379,7 @@ func (w *Webhooks) EventURL(event string) string {
 	own := map[string]string{
 		EventBeforeSend: w.BeforeSend.URL, EventAfterSend: w.AfterSend.URL, EventUserOnline: w.UserOnline.URL,
 		EventUserOffline: w.UserOffline.URL, EventGroupChanged: w.GroupChanged.URL, EventOfflinePush: w.OfflinePush.URL,
+		EventMessageReported: w.MessageReported.URL,
 	}[event]
 	if own != "" {
 		return own

@@ -151,7 +151,7 @@ func (c *Config) Validate() error {
 		{c.Auth.ExternalJWT.PlatformClaim != "", "auth.external_jwt.platform_claim", "must not be empty"},
 		{c.Auth.ExternalJWT.DefaultPlatform >= 0 && c.Auth.ExternalJWT.DefaultPlatform <= 9, "auth.external_jwt.default_platform", "must be 0 (claim required) or a platform id 1–9"},
 		{c.Auth.ExternalJWT.Leeway >= 0, "auth.external_jwt.leeway", "must be >= 0"},
-		{knownEvents(c.Webhooks.Events), "webhooks.events", "allowed: before_send, after_send, user_online, user_offline, group_changed, offline_push"},
+		{knownEvents(c.Webhooks.Events), "webhooks.events", "allowed: before_send, after_send, user_online, user_offline, group_changed, offline_push, message_reported"},
 		{len(c.Webhooks.Events) == 0 || len(c.Webhooks.Secret) >= 16, "webhooks.secret", "must be at least 16 characters when webhooks.events is set"},
 		{eventsHaveURLs(&c.Webhooks), "webhooks.url", "every event in webhooks.events needs webhooks.url or its own url"},
 		{c.Webhooks.Timeout > 0, "webhooks.timeout", "must be > 0"},
@@ -251,7 +251,7 @@ func allLen(vs []string, n int) bool {
 
 func knownEvents(events []string) bool {
 	for _, e := range events {
-		if !oneOf(e, EventBeforeSend, EventAfterSend, EventUserOnline, EventUserOffline, EventGroupChanged, EventOfflinePush) {
+		if !oneOf(e, EventBeforeSend, EventAfterSend, EventUserOnline, EventUserOffline, EventGroupChanged, EventOfflinePush, EventMessageReported) {
 			return false
 		}
 	}

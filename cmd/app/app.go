@@ -75,6 +75,8 @@ type App struct {
 	// words is the word filter (moderation.*), shared by the account,
 	// chat and group services and reloaded by SetModeration (SIGHUP).
 	words *moderation.Filter
+	// reports is the message report service (buildReports).
+	reports *moderation.Reports
 
 	passwords *auth.Passwords
 	issuer    *auth.Issuer

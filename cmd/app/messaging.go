@@ -181,6 +181,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	inflight := streams.NewInFlightReader(a.rdb, keys)
 	puller := chat.NewPuller(msgs, seqs, members, inflight)
 	routes.NewChat(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
+	a.buildReports(puller, msgs, hooks)
 
 	a.chat, a.members = svc, members
 	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,

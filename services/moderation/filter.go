@@ -68,7 +68,7 @@ func (f *Filter) Reload(cfg configs.Moderation) error {
 		}
 	}
 	if len(folded) > 0 {
-		ac, err := ahocorasick.NewBuilder().SetMatchKind(ahocorasick.LeftmostLongest).AddStrings(folded).Build()
+		ac, err := ahocorasick.NewBuilder().AddStrings(folded).Build()
 		if err != nil {
 			return fmt.Errorf("moderation.blocked_words: build the matcher: %w", err)
 		}
@@ -118,19 +118,16 @@ func (f *Filter) Check(field, s string) (string, error) {
 }
 
 // maskRunes replaces in s each rune that produced a byte of a match in
-// folded. Every start position is tried (Find from the last match's start
-// plus one), so overlapping words are all masked.
+// folded. All matches count, overlapping ones too (FindAllOverlapping), so
+// "ab" and "bc" both mask all of "abc". (Find with leftmost-longest
+// semantics is not used: in v0.3.1 it can return a later match than the
+// leftmost one.)
 func maskRunes(s string, ac *ahocorasick.Automaton, folded []byte, origin []int32) string {
 	hit := make([]bool, utf8.RuneCountInString(s))
-	for start := 0; start < len(folded); {
-		mt, ok := ac.Find(folded, start)
-		if !ok {
-			break
-		}
+	for _, mt := range ac.FindAllOverlapping(folded) {
 		for i := mt.Start; i < mt.End; i++ {
 			hit[origin[i]] = true
 		}
-		start = mt.Start + 1
 	}
 	var b strings.Builder
 	b.Grow(len(s))

@@ -60,6 +60,8 @@ func TestFilterMasksTheOriginalRunes(t *testing.T) {
 		{"你这个坏蛋啊", "你这个**啊"},
 		{"Maß", "Ma*"}, // one rune folded into two bytes of a match
 		{"é spam é", "é **** é"},
+		{"buy ＳＰＡＭ, 坏蛋!", "buy ****, **!"}, // two words of different first bytes
+		{"xabcdx", "x***dx"},
 	} {
 		got, err := mask.Check("nickname", tc.in)
 		if err != nil {

@@ -168,7 +168,8 @@ func NewReports(d ReportDeps) *Reports {
 // party or member (not_conversation_member otherwise), within their
 // visible seqs and saved (message_not_found otherwise: beyond max_seq,
 // before a joiner's first seq, after a leaver's last, or not saved yet).
-// A user's own message cannot be reported (bad_request). The message is
+// A user's own message and a notification (msg_type 1400 and up) cannot
+// be reported (bad_request). The message is
 // copied as it is now. Reporting the same message again answers the first
 // report with duplicate true and stores nothing; every call counts against
 // limits.report (too_many_requests). A new report appends the
@@ -197,6 +198,9 @@ func (s *Reports) File(ctx context.Context, reporter string, req ReportRequest) 
 		return FiledJSON{}, notVisible
 	}
 	m := msgs[0]
+	if !m.MsgType.UserSendable() {
+		return FiledJSON{}, domain.BadField("seq", "is a notification (msg_type %d); only messages users wrote can be reported", m.MsgType)
+	}
 	if m.SenderID == reporter {
 		return FiledJSON{}, domain.BadField("seq", "is your own message; report messages of others")
 	}

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/nexo-im/nexo/configs"
 )
@@ -237,4 +239,78 @@ func TestWordFilterAcrossInstances(t *testing.T) {
 	if code, env := send(1, "m2", "spam"); code != 200 {
 		t.Fatalf("instance 2 after its reload: %d %v", code, env)
 	}
+}
+
+// TestWordFilterReloadsOnSIGHUP runs the nexo binary with a configuration
+// file naming a words file: SIGHUP after both files changed applies the
+// new words and action; SIGHUP with the words file gone is logged and
+// keeps the filter in force.
+func TestWordFilterReloadsOnSIGHUP(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a nexo process")
+	}
+	t.Parallel()
+	cfg := realConfig(t) // skips, or fails under CI, without MariaDB and Redis
+	dir := t.TempDir()
+	bin := buildNexo(t, dir)
+	words, conf := filepath.Join(dir, "words.txt"), filepath.Join(dir, "nexo.yaml")
+	write := func(path, content string) {
+		t.Helper()
+		if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(words, "spam\n")
+	write(conf, "moderation:\n  blocked_words_file: "+words+"\n  action: refuse\n")
+	env := []string{
+		"NEXO_MYSQL_DSN=" + cfg.MySQL.DSN, "NEXO_REDIS_ADDR=" + cfg.Redis.Addr, "NEXO_REDIS_KEY_PREFIX=" + cfg.Redis.KeyPrefix,
+		"NEXO_JWT_SECRET=" + validSecret, "NEXO_AUTH_BCRYPT_COST=4", "NEXO_LOG_LEVEL=info", "NEXO_WS_RATE_LIMIT=0",
+		"NEXO_SERVER_API_KEYS=" + apiKey, "NEXO_STREAMS_SHARDS=2", "NEXO_STREAMS_BLOCK=100ms",
+	}
+	p := startProcArgs(t, bin, "hup1", env, "--config", conf)
+	tok := modUsers(t, p.base, "ann", "bo")
+	bo := dial(t, p.base, "bo", tok["bo"])
+	send := func(id, text string) (int, map[string]any) {
+		return call(t, "POST", p.base+"/msg/send", fmt.Sprintf(`{"client_msg_id":%q,"session_type":1,"recv_id":"bo","msg_type":101,"content":{"text":%q}}`, id, text), tok["ann"])
+	}
+	code, env2 := send("s1", "Spam")
+	refusedWord(t, "before SIGHUP", code, env2, "content.text", "spam")
+
+	write(words, "eggs\n")
+	write(conf, "moderation:\n  blocked_words_file: "+words+"\n  action: mask\n")
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for i, deadline := 0, time.Now().Add(10*time.Second); ; i++ {
+		code, _ := send(fmt.Sprint("s2-", i), "Spam and EGGS")
+		if code == 200 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP not applied within 10 s:\n%s", p.out)
+		}
+		time.Sleep(50 * time.Millisecond) // polling for the reload with a deadline
+	}
+	bo.waitPushes(2001, "the message masked by the reloaded filter", func(f []frame) bool {
+		return len(f) >= 1 && textOf(f[0]) == "Spam and ****"
+	})
+
+	if err := os.Remove(words); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(p.out.String(), "SIGHUP: configuration not reloaded"); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no log of the failed reload:\n%s", p.out)
+		}
+		time.Sleep(50 * time.Millisecond) // polling the log with a deadline
+	}
+	if code, env := send("s3", "eggs"); code != 200 {
+		t.Fatalf("after the failed reload: %d %v", code, env)
+	}
+	bo.waitPushes(2001, "still masked after the failed reload", func(f []frame) bool {
+		return len(f) >= 2 && textOf(f[1]) == "****"
+	})
 }

@@ -43,18 +43,28 @@ func filterWords(w WordFilter, m *domain.Message) error {
 		if err != nil || masked == text {
 			return err
 		}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(masked); err != nil {
+		// Without HTML escaping, so "<" stays "<" as the client wrote it.
+		value, err := marshalNoEscape(masked)
+		if err != nil {
 			return err
 		}
-		obj[searchTextKey] = bytes.TrimRight(buf.Bytes(), "\n")
-		out, err := json.Marshal(obj)
+		obj[searchTextKey] = value
+		out, err := marshalNoEscape(obj)
 		if err != nil {
 			return err
 		}
 		m.Content.Custom = string(out)
 	}
 	return nil
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

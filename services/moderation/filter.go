@@ -103,11 +103,14 @@ func (f *Filter) Check(field, s string) (string, error) {
 	if m.ac == nil {
 		return s, nil
 	}
+	// Only a mask needs each folded byte's rune of origin.
 	var origin []int32
+	track := (*[]int32)(nil)
 	if m.mask {
 		origin = make([]int32, 0, len(s))
+		track = &origin
 	}
-	folded := fold(s, &origin)
+	folded := fold(s, track)
 	if !m.ac.IsMatch(folded) {
 		return s, nil
 	}
@@ -162,6 +165,9 @@ func fold(s string, origin *[]int32) []byte {
 				r += 'a' - 'A'
 			}
 			out = append(out, byte(r))
+		case r >= 0x3400 && r <= 0x9FFF:
+			// CJK ideographs: no width variant, no case.
+			out = utf8.AppendRune(out, r)
 		default:
 			if w := width.LookupRune(r).Folded(); w != 0 {
 				r = w

@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gorilla/websocket"
-
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 )
@@ -206,18 +204,16 @@ func TestReportsOnEveryPath(t *testing.T) {
 	}
 	code, env = call(t, "POST", base+"/msg/report", fmt.Sprintf(`{"conversation_id":%q,"seq":%d,"reason":"x"}`, fconv, fseq), tok["flood"])
 	wantErr(t, "past limits.report", code, env, 429, "too_many_requests")
-	// Over WebSocket the refusal is too_many_requests too; a handler's
-	// too_many_requests is a gate reason today (gateway/ws), so it comes
-	// as 3001 and the connection closes; either way it must say so.
+	// Over WebSocket the refusal answers the request; the connection
+	// stays open.
 	flood := dial(t, base, "flood", tok["flood"])
-	body, _ := json.Marshal(map[string]any{"req_identifier": 1113, "msg_incr": "f1", "operation_id": "op-f1",
-		"data": map[string]any{"conversation_id": fconv, "seq": fseq, "reason": "x"}})
-	if err := flood.conn.WriteMessage(websocket.TextMessage, body); err != nil {
-		t.Fatal(err)
+	if r := flood.request(1113, map[string]any{"conversation_id": fconv, "seq": fseq, "reason": "x"}); r.ErrMsg != "too_many_requests" ||
+		r.ErrCode != 1429 || r.field("retry_after_ms") == nil {
+		t.Fatalf("WS past limits.report: %+v %s", r, r.Data)
 	}
-	flood.waitPushes(3001, "too_many_requests for WS 1113", func(f []frame) bool {
-		return len(f) == 1 && f[0].ErrMsg == "too_many_requests"
-	})
+	if r := flood.request(1001, map[string]any{"conversation_ids": []string{fconv}}); r.ErrCode != 0 {
+		t.Fatalf("the connection after the refusal: %+v %s", r, r.Data)
+	}
 	// Only new reports made events: bob's two and flood's one.
 	rcv.wait("three message_reported events", func(e []hookEvent) bool { return len(e) >= 3 })
 	rcv.mu.Lock()

@@ -69,6 +69,9 @@ func (s *Service) Register(ctx context.Context, ip string, req RegisterRequest) 
 		}
 		req.UserID = id.String()
 	}
+	if err := s.filterNickname(&req.Nickname); err != nil {
+		return RegisteredJSON{}, err
+	}
 	if s.limits != nil {
 		if err := s.limits.AllowRegister(ctx, ip); err != nil {
 			return RegisteredJSON{}, err

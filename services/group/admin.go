@@ -131,6 +131,9 @@ func (s *Service) Dismiss(ctx context.Context, caller, groupID string) (GroupJSO
 // changes; with none, nothing is announced. Errors: group_not_found,
 // group_dismissed, not_group_member / member_not_active, forbidden.
 func (s *Service) Update(ctx context.Context, caller string, req UpdateRequest) (GroupJSON, error) {
+	if err := s.filterName(req.Name); err != nil {
+		return GroupJSON{}, err
+	}
 	var out GroupJSON
 	err := s.locked(ctx, req.GroupID, func(ctx context.Context) error {
 		g, _, err := s.authorize(ctx, req.GroupID, caller, domain.RoleAdmin, "only the owner and admins may update the group")

@@ -46,6 +46,11 @@ type Search struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// IndexBatch is the most messages the indexing stage writes at once.
 	IndexBatch int `koanf:"index_batch"`
+	// IndexWait is how long the indexing stage lets messages gather after
+	// a read that did not fill IndexBatch: a message becomes searchable up
+	// to this much later, and at light load the stage writes one batch per
+	// IndexWait instead of one per message (docs/search.md). 0: no wait.
+	IndexWait time.Duration `koanf:"index_wait"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -847,6 +852,6 @@ func Default() Config {
 			GroupAdded:   Rate{Rate: 30, Period: time.Hour, Burst: 30},
 			Search:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
 		},
-		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
+		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
 	}
 }

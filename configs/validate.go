@@ -169,6 +169,7 @@ func (c *Config) Validate() error {
 		{c.Cluster.DrainDelay >= 0 && c.Cluster.DrainDelay < c.HTTP.ShutdownTimeout, "cluster.drain_delay", "must be >= 0 and below http.shutdown_timeout"},
 		{c.Search.Timeout > 0, "search.timeout", "must be > 0"},
 		{c.Search.IndexBatch >= 1, "search.index_batch", "must be >= 1"},
+		{c.Search.IndexWait >= 0, "search.index_wait", "must be >= 0"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.DeadLetters.Count == 0 || c.Limits.DeadLetters.Count > 0 && c.Limits.DeadLetters.Window > 0 && c.Limits.DeadLetters.Block > 0,

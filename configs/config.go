@@ -496,6 +496,9 @@ type Save struct {
 	// BatchWait is how long a save batch that finds no other being saved
 	// waits for the other shards' batches to join it (until BatchSize
 	// messages wait); see docs/pipeline.md, "Save batches across shards".
+	// 0 (the default): no wait — a lone batch is saved at once and the
+	// batches that arrive during a save go together when it commits
+	// (leader/follower group commit).
 	BatchWait time.Duration `koanf:"batch_wait"`
 	// MaxAttempts is how many times an entry is tried before it is dead-lettered.
 	MaxAttempts int `koanf:"max_attempts"`
@@ -812,7 +815,7 @@ func Default() Config {
 			Names: DefaultStreamNames(),
 		},
 		Save: Save{
-			BatchSize: 256, BatchWait: 2 * time.Millisecond, MaxAttempts: 8,
+			BatchSize: 256, BatchWait: 0, MaxAttempts: 8,
 			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second,
 		},
 		Seq:  Seq{LeaseBlock: 100},

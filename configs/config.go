@@ -90,6 +90,11 @@ type Search struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// IndexBatch is the most messages the indexing stage writes at once.
 	IndexBatch int `koanf:"index_batch"`
+	// IndexWait is how long the indexing stage lets messages gather after
+	// a read that did not fill IndexBatch: a message becomes searchable up
+	// to this much later, and at light load the stage writes one batch per
+	// IndexWait instead of one per message (docs/search.md). 0: no wait.
+	IndexWait time.Duration `koanf:"index_wait"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -540,6 +545,9 @@ type Save struct {
 	// BatchWait is how long a save batch that finds no other being saved
 	// waits for the other shards' batches to join it (until BatchSize
 	// messages wait); see docs/pipeline.md, "Save batches across shards".
+	// 0 (the default): no wait — a lone batch is saved at once and the
+	// batches that arrive during a save go together when it commits
+	// (leader/follower group commit).
 	BatchWait time.Duration `koanf:"batch_wait"`
 	// MaxAttempts is how many times an entry is tried before it is dead-lettered.
 	MaxAttempts int `koanf:"max_attempts"`
@@ -863,7 +871,7 @@ func Default() Config {
 			Names: DefaultStreamNames(),
 		},
 		Save: Save{
-			BatchSize: 256, BatchWait: 2 * time.Millisecond, MaxAttempts: 8,
+			BatchSize: 256, BatchWait: 0, MaxAttempts: 8,
 			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second,
 		},
 		Seq:  Seq{LeaseBlock: 100},
@@ -906,7 +914,7 @@ func Default() Config {
 			Report:       Rate{Rate: 20, Period: time.Hour, Burst: 10},
 		},
 		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500},
-		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
+		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
 		Moderation: Moderation{Action: ModerationRefuse},
 	}
 }

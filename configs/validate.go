@@ -173,6 +173,7 @@ func (c *Config) Validate() error {
 		{c.Retention.CleanInterval >= time.Second, "retention.clean_interval", "must be >= 1s"},
 		{c.Retention.CleanBatch >= 1 && c.Retention.CleanBatch <= 10000, "retention.clean_batch", "must be 1–10000"},
 		{oneOf(c.Moderation.Action, ModerationRefuse, ModerationMask), "moderation.action", "allowed: refuse, mask"},
+		{c.Search.IndexWait >= 0, "search.index_wait", "must be >= 0"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.DeadLetters.Count == 0 || c.Limits.DeadLetters.Count > 0 && c.Limits.DeadLetters.Window > 0 && c.Limits.DeadLetters.Block > 0,

@@ -238,6 +238,7 @@ func (l *loaded) resultsMarkdown() string {
 			b.WriteString(clusterMarkdown(e.Name, c))
 		}
 	}
+	b.WriteString(l.goalsMarkdown())
 	b.WriteString("## Every step\n\n| step | what | result | files |\n|---|---|---|---|\n")
 	for _, e := range l.index.Entries {
 		switch {

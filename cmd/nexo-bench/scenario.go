@@ -75,6 +75,7 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 	o := s.o
 	tag := randomTag()
 	s.topo.resetReceivers()
+	srv0, srvOK := s.topo.api.serverMemory(ctx)
 	now := s.clk.now()
 	start := now + int64(100*time.Millisecond)
 	from := start + int64(o.Warmup)
@@ -109,6 +110,10 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 		timeout: int64(o.AckTimeout), text: payloadText(o.Payload),
 	})
 	usage := usageBetween(cpu0, sampleCPU())
+	if srv1, ok := s.topo.api.serverMemory(ctx); ok && srvOK && usage.Seconds > 0 {
+		usage.ServerCores = round3((srv1.CPUSeconds - srv0.CPUSeconds) / usage.Seconds)
+		usage.ServerRSSBytes = srv1.RSS
+	}
 	if rc != nil {
 		rc.wait()
 	}

@@ -66,7 +66,7 @@ func TestReportsOnEveryPath(t *testing.T) {
 	data, _ := evs[0].Body["data"].(map[string]any)
 	msg, _ := data["message"].(map[string]any)
 	content, _ := msg["content"].(map[string]any)
-	if evs[0].Event != "message_reported" || data["report_id"] != reportID || data["reporter_id"] != "bob" || msg["sender_id"] != "alice" ||
+	if evs[0].Event != "message_reported" || evs[0].ID != "message_reported:"+reportID || data["report_id"] != reportID || data["reporter_id"] != "bob" || msg["sender_id"] != "alice" ||
 		content["text"] != "send me your password" || data["reason"] != "phishing" {
 		t.Fatalf("event: %+v", evs[0])
 	}

@@ -96,7 +96,8 @@ func (r *UpdateRequest) Validate() error {
 }
 
 // Update changes userID's own profile as req (validated) says and returns
-// the updated profile.
+// the updated profile; a nickname goes through the word filter first
+// (blocked_word, or masked).
 func (s *Service) Update(ctx context.Context, userID string, req UpdateRequest) (ProfileJSON, error) {
 	if err := s.filterNickname(req.Nickname); err != nil {
 		return ProfileJSON{}, err

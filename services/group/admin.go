@@ -129,7 +129,8 @@ func (s *Service) Dismiss(ctx context.Context, caller, groupID string) (GroupJSO
 // Update changes the group's name, introduction, avatar, join policy or
 // invite permission; the owner and admins may. Fields equal to the current value are not
 // changes; with none, nothing is announced. Errors: group_not_found,
-// group_dismissed, not_group_member / member_not_active, forbidden.
+// group_dismissed, not_group_member / member_not_active, forbidden,
+// blocked_word (a new name holding a filtered word; under mask it is masked).
 func (s *Service) Update(ctx context.Context, caller string, req UpdateRequest) (GroupJSON, error) {
 	if err := s.filterName(req.Name); err != nil {
 		return GroupJSON{}, err

@@ -23,7 +23,8 @@ import (
 // group.min_create_members. Everyone's join_seq is the seq of the creation
 // notification. Errors: bad_request (too few or too many users),
 // user_not_found (an unregistered member), blocked (a member whose
-// group_invites refuses caller, or who blocked caller), too_many_requests (limits.group_added).
+// group_invites refuses caller, or who blocked caller), too_many_requests (limits.group_added),
+// blocked_word (the name holds a filtered word; under mask it is masked).
 func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) (GroupJSON, error) {
 	if err := s.filterName(&req.Name); err != nil {
 		return GroupJSON{}, err

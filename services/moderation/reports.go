@@ -36,10 +36,10 @@ type Store interface {
 	Resolve(ctx context.Context, id, by, resolution string, now int64) (domain.Report, error)
 }
 
-// Events appends webhook events (webhook.Emitter.Emit; nothing for an
-// event not enabled).
+// Events appends webhook events with the ID given
+// (webhook.Emitter.EmitWithID; nothing for an event not enabled).
 type Events interface {
-	Emit(ctx context.Context, event string, data any) error
+	EmitWithID(ctx context.Context, event, id string, data any) error
 }
 
 // Limit counts one user's reports on every instance (limits.Reports):
@@ -214,7 +214,7 @@ func (s *Reports) File(ctx context.Context, reporter string, req ReportRequest) 
 		return FiledJSON{}, err
 	}
 	if !dup && s.events != nil {
-		if err := s.events.Emit(ctx, configs.EventMessageReported, ReportOf(rep)); err != nil {
+		if err := s.events.EmitWithID(ctx, configs.EventMessageReported, configs.EventMessageReported+":"+rep.ID, ReportOf(rep)); err != nil {
 			s.log.Warn("message_reported event not appended; the report is stored", "report_id", rep.ID, "err", err)
 		}
 	}

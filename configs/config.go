@@ -53,6 +53,9 @@ type Retention struct {
 	CleanInterval time.Duration `koanf:"clean_interval"`
 	// CleanBatch is the most messages one delete statement removes.
 	CleanBatch int `koanf:"clean_batch"`
+	// CleanPause is the cleaner's wait between two batches, which leaves
+	// the database to the message path (docs/bench/retention.md).
+	CleanPause time.Duration `koanf:"clean_pause"`
 }
 
 // Search configures message, user and group search (docs/search.md).
@@ -871,7 +874,7 @@ func Default() Config {
 			Search:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
 			Export:       Rate{Rate: 3, Period: time.Hour, Burst: 3},
 		},
-		Retention: Retention{CleanInterval: time.Minute, CleanBatch: 500},
+		Retention: Retention{CleanInterval: time.Minute, CleanBatch: 500, CleanPause: 50 * time.Millisecond},
 		Search:    Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
 	}
 }

@@ -452,3 +452,25 @@ func TestExportClearAndRetention(t *testing.T) {
 		t.Fatalf("a conversation without retention lost messages: %v", ms)
 	}
 }
+
+// TestDeletionPasswordGuessesAreLimited: the password of POST /user/delete
+// counts as a login attempt, so a stolen token cannot guess it faster than
+// limits.login_account allows; the account stays.
+func TestDeletionPasswordGuessesAreLimited(t *testing.T) {
+	t.Parallel()
+	cfg := realConfig(t)
+	cfg.Limits.LoginAccount = configs.Rate{Rate: 2, Period: time.Hour, Burst: 2}
+	base, _, _ := startApp(t, cfg)
+	tok := user(t, base, "gus") // a successful login clears the account's count
+	for i := 1; i <= 2; i++ {
+		if code, env := call(t, "POST", base+"/user/delete", fmt.Sprintf(`{"password":"guess-number-%d"}`, i), tok); code != 401 {
+			t.Fatalf("guess %d: %d %v", i, code, env)
+		}
+	}
+	if code, env := call(t, "POST", base+"/user/delete", `{"password":"guess-number-3"}`, tok); code != 429 || env["err_msg"] != "too_many_requests" {
+		t.Fatalf("a guess past limits.login_account: %d %v", code, env)
+	}
+	if code, env := call(t, "GET", base+"/user/info", "", tok); code != 200 {
+		t.Fatalf("the account after the guesses: %d %v", code, env)
+	}
+}

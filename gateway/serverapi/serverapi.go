@@ -22,6 +22,7 @@ import (
 	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
+	"github.com/nexo-im/nexo/services/moderation"
 	"github.com/nexo-im/nexo/services/privacy"
 	"github.com/nexo-im/nexo/services/search"
 )
@@ -48,6 +49,9 @@ type Deps struct {
 	// /api/user/export; nil falls back to account.Service.DeleteUser and
 	// leaves the export out.
 	Privacy *privacy.Service
+	// Reports serves GET /api/reports and POST /api/reports/{id}/resolve;
+	// nil leaves them out.
+	Reports *moderation.Reports
 	// SystemUserID is the sender of notifications sent "as the system".
 	SystemUserID string
 	MaxBody      int
@@ -96,6 +100,7 @@ func (a *API) Register(r routes.HTTP) {
 	if a.d.Privacy != nil {
 		g.Route("GET", "/api/user/export", a.exportUser, false)
 	}
+	a.registerReports(g)
 	if a.d.Search != nil {
 		routes.SearchServerAPI(g, a.d.Search, a.actingUser, a.d.Log)
 	}

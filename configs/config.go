@@ -55,6 +55,9 @@ type Retention struct {
 	CleanInterval time.Duration `koanf:"clean_interval"`
 	// CleanBatch is the most messages one delete statement removes.
 	CleanBatch int `koanf:"clean_batch"`
+	// CleanPause is the cleaner's wait between two batches, which leaves
+	// the database to the message path (docs/bench/retention.md).
+	CleanPause time.Duration `koanf:"clean_pause"`
 }
 
 // Word filter actions (moderation.action).
@@ -913,7 +916,7 @@ func Default() Config {
 			Export:       Rate{Rate: 3, Period: time.Hour, Burst: 3},
 			Report:       Rate{Rate: 20, Period: time.Hour, Burst: 10},
 		},
-		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500},
+		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500, CleanPause: 50 * time.Millisecond},
 		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
 		Moderation: Moderation{Action: ModerationRefuse},
 	}

@@ -51,6 +51,15 @@ const (
 	ReasonUserDisabled          Reason = "user_disabled"
 	ReasonMessageRejected       Reason = "message_rejected"
 	ReasonBlocked               Reason = "blocked"
+
+	// Message actions (docs/actions.md).
+	ReasonBadEmoji         Reason = "bad_emoji"
+	ReasonEditNotAllowed   Reason = "edit_not_allowed"
+	ReasonEditTimeout      Reason = "edit_timeout"
+	ReasonDeleteNotAllowed Reason = "delete_not_allowed"
+	ReasonQuoteUnavailable Reason = "quote_unavailable"
+	ReasonTooManyReactions Reason = "too_many_reactions"
+	ReasonMessageGone      Reason = "message_gone"
 )
 
 // Code is one row of the error table.
@@ -67,6 +76,7 @@ var table = []Code{
 	{ReasonUnknownRequest, 1003, 400},
 	{ReasonBadSeq, 1004, 400},
 	{ReasonUnsupportedMediaType, 1005, 415},
+	{ReasonBadEmoji, 1020, 400},
 	{ReasonTokenMissing, 1101, 401},
 	{ReasonTokenInvalid, 1102, 401},
 	{ReasonTokenExpired, 1103, 401},
@@ -87,11 +97,17 @@ var table = []Code{
 	{ReasonUserDisabled, 1220, 403},
 	{ReasonMessageRejected, 1221, 403},
 	{ReasonBlocked, 1222, 403},
+	{ReasonEditNotAllowed, 1240, 403},
+	{ReasonEditTimeout, 1241, 403},
+	{ReasonDeleteNotAllowed, 1242, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
 	{ReasonMessageNotFound, 1303, 404},
+	{ReasonQuoteUnavailable, 1320, 404},
 	{ReasonUserExists, 1401, 409},
+	{ReasonTooManyReactions, 1430, 409},
+	{ReasonMessageGone, 1431, 409},
 	{ReasonTooManyRequests, 1429, 429},
 	{ReasonInternalError, 1500, 500},
 	{ReasonServerBusy, 1503, 503},
@@ -152,6 +168,13 @@ var domainReasons = []struct {
 	{domain.ErrServerBusy, ReasonServerBusy},
 	{domain.ErrSaveFailed, ReasonSaveFailed},
 	{domain.ErrSearchTimeout, ReasonSearchTimeout},
+	{domain.ErrBadEmoji, ReasonBadEmoji},
+	{domain.ErrEditNotAllowed, ReasonEditNotAllowed},
+	{domain.ErrEditTimeout, ReasonEditTimeout},
+	{domain.ErrDeleteNotAllowed, ReasonDeleteNotAllowed},
+	{domain.ErrQuoteUnavailable, ReasonQuoteUnavailable},
+	{domain.ErrTooManyReactions, ReasonTooManyReactions},
+	{domain.ErrMessageGone, ReasonMessageGone},
 }
 
 // Error is a wire error: a row of the table plus a human detail.

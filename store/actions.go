@@ -177,7 +177,19 @@ func (r *ActionRepo) Edit(ctx context.Context, conv string, seq int64, editorID,
 		out = m
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return out, err
+	}
+	// Search matches the text as it now reads (docs/search.md); without
+	// the search table (search.enabled false) there is nothing to follow.
+	if r.db.Gorm.Migrator().HasTable("message_search") {
+		err = r.db.Gorm.WithContext(ctx).Exec("UPDATE message_search SET body = ? WHERE conversation_id = ? AND seq = ? AND field = ?",
+			text, conv, seq, "text").Error
+		if err != nil {
+			return out, fmt.Errorf("reindex the edit of %s seq %d: %w", conv, seq, err)
+		}
+	}
+	return out, nil
 }
 
 // EditVersion is one earlier version of an edited message.

@@ -337,3 +337,8 @@ func wantReason(t testing.TB, err error, reason wire.Reason) {
 		t.Fatalf("error %v is %s on the wire, want %s", err, got, reason)
 	}
 }
+
+// chatPull is a range pull of [begin, end].
+func chatPull(conv string, begin, end int64) chat.PullRequest {
+	return chat.PullRequest{ConversationID: conv, BeginSeq: begin, EndSeq: end}
+}

@@ -342,3 +342,23 @@ func wantReason(t testing.TB, err error, reason wire.Reason) {
 func chatPull(conv string, begin, end int64) chat.PullRequest {
 	return chat.PullRequest{ConversationID: conv, BeginSeq: begin, EndSeq: end}
 }
+
+// waitPush waits for user's first push with identifier code that match
+// accepts.
+func (r *fakeRegistry) waitPush(t testing.TB, user string, code int, match func(push) bool) push {
+	t.Helper()
+	deadline := time.NewTimer(15 * time.Second)
+	defer deadline.Stop()
+	for {
+		for _, p := range r.pushes(user, code) {
+			if match(p) {
+				return p
+			}
+		}
+		select {
+		case <-r.changed:
+		case <-deadline.C:
+			t.Fatalf("%s: timed out waiting for a %d push", user, code)
+		}
+	}
+}

@@ -64,9 +64,11 @@ type ReadCountSink interface {
 	Note(conversationID string, after, upto int64)
 }
 
-// UseReadCounts replaces the group read receipts with coalesced read-count
-// updates (docs/sync.md, "Read counts"): every group read move goes to
-// sink, whatever the group's size; single-chat receipts stay.
+// UseReadCounts sends every group read move to sink, whatever the group's
+// size, for coalesced read-count updates (docs/sync.md, "Read counts").
+// The per-reader group receipts above stay only for clients that predate
+// them, while sync.group_receipt_max_members > 0; 0 leaves read counts
+// alone. Single-chat receipts are unchanged.
 func (r *Receipts) UseReadCounts(sink ReadCountSink) { r.counts = sink }
 
 // Moved implements MoveSink. Failures to look up senders or group sizes
@@ -83,7 +85,6 @@ func (r *Receipts) Moved(ctx context.Context, moves []Move) {
 		case domain.SessionGroup:
 			if r.counts != nil {
 				r.counts.Note(mv.ConversationID, mv.FromRead, mv.ToRead)
-				continue
 			}
 			if mv.ToRead <= mv.FromRead || !r.groupOn(ctx, domain.GroupIDOf(mv.ConversationID), sizes) {
 				continue

@@ -182,14 +182,41 @@ func (r *ActionRepo) Edit(ctx context.Context, conv string, seq int64, editorID,
 	}
 	// Search matches the text as it now reads (docs/search.md); without
 	// the search table (search.enabled false) there is nothing to follow.
-	if r.db.Gorm.Migrator().HasTable("message_search") {
-		err = r.db.Gorm.WithContext(ctx).Exec("UPDATE message_search SET body = ? WHERE conversation_id = ? AND seq = ? AND field = ?",
-			text, conv, seq, "text").Error
-		if err != nil {
-			return out, fmt.Errorf("reindex the edit of %s seq %d: %w", conv, seq, err)
-		}
+	if err := r.reindexEdit(ctx, conv, seq, text); err != nil {
+		return out, fmt.Errorf("reindex the edit of %s seq %d: %w", conv, seq, err)
 	}
 	return out, nil
+}
+
+// reindexEdit replaces the indexed text of an edited message. SQLite's
+// FTS5 index follows message_search by triggers on insert and delete only,
+// so there the row is updated in the index by hand, as the delete trigger
+// does.
+func (r *ActionRepo) reindexEdit(ctx context.Context, conv string, seq int64, text string) error {
+	g := r.db.Gorm.WithContext(ctx)
+	if !g.Migrator().HasTable("message_search") {
+		return nil
+	}
+	if r.db.Dialect != SQLite {
+		return g.Exec("UPDATE message_search SET body = ? WHERE conversation_id = ? AND seq = ? AND field = ?", text, conv, seq, "text").Error
+	}
+	var rows []struct {
+		ID   int64
+		Body string
+	}
+	if err := g.Raw("SELECT id, body FROM message_search WHERE conversation_id = ? AND seq = ? AND field = ?", conv, seq, "text").
+		Scan(&rows).Error; err != nil || len(rows) == 0 {
+		return err
+	}
+	return g.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("UPDATE message_search SET body = ? WHERE id = ?", text, rows[0].ID).Error; err != nil {
+			return err
+		}
+		if err := tx.Exec("INSERT INTO message_search_fts (message_search_fts, rowid, body) VALUES ('delete', ?, ?)", rows[0].ID, rows[0].Body).Error; err != nil {
+			return err
+		}
+		return tx.Exec("INSERT INTO message_search_fts (rowid, body) VALUES (?, ?)", rows[0].ID, text).Error
+	})
 }
 
 // EditVersion is one earlier version of an edited message.

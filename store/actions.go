@@ -385,7 +385,7 @@ type ReactionCount struct {
 
 // Reactions returns the reactions of the messages at seqs of conv, per
 // seq, each list ordered by first use of the emoji (then by emoji), Me for
-// viewer. Two queries.
+// viewer. One query.
 func (r *ActionRepo) Reactions(ctx context.Context, conv string, seqs []int64, viewer string) (map[int64][]ReactionCount, error) {
 	out := map[int64][]ReactionCount{}
 	if len(seqs) == 0 {
@@ -395,32 +395,17 @@ func (r *ActionRepo) Reactions(ctx context.Context, conv string, seqs []int64, v
 		Seq   int64
 		Emoji string
 		N     int
+		Me    int
 		First int64
 	}
 	err := r.db.Gorm.WithContext(ctx).Model(&messageReactionRow{}).
-		Select("seq, emoji, COUNT(*) AS n, MIN(created_at) AS first").
+		Select("seq, emoji, COUNT(*) AS n, MAX(CASE WHEN user_id = ? THEN 1 ELSE 0 END) AS me, MIN(created_at) AS first", viewer).
 		Where("conversation_id = ? AND seq IN ?", conv, seqs).Group("seq, emoji").Order("seq, first, emoji").Scan(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("reactions of %s: %w", conv, err)
 	}
-	if len(rows) == 0 {
-		return out, nil
-	}
-	var mine []struct {
-		Seq   int64
-		Emoji string
-	}
-	err = r.db.Gorm.WithContext(ctx).Model(&messageReactionRow{}).Select("seq, emoji").
-		Where("conversation_id = ? AND seq IN ? AND user_id = ?", conv, seqs, viewer).Scan(&mine).Error
-	if err != nil {
-		return nil, fmt.Errorf("reactions of %s in %s: %w", viewer, conv, err)
-	}
-	me := map[[2]string]bool{}
-	for _, x := range mine {
-		me[[2]string{fmt.Sprint(x.Seq), x.Emoji}] = true
-	}
 	for _, row := range rows {
-		out[row.Seq] = append(out[row.Seq], ReactionCount{Emoji: row.Emoji, Count: row.N, Me: me[[2]string{fmt.Sprint(row.Seq), row.Emoji}]})
+		out[row.Seq] = append(out[row.Seq], ReactionCount{Emoji: row.Emoji, Count: row.N, Me: row.Me == 1})
 	}
 	return out, nil
 }

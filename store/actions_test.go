@@ -85,6 +85,13 @@ func TestActionRepoContract(t *testing.T) {
 			if l, _ := convs.LatestFor(ctx, "amy", rg); l[conv].Seq != 2 {
 				t.Fatalf("amy's latest %+v", l[conv])
 			}
+			// Offline resend reads through MessagesFor.
+			if ms, _ := convs.MessagesFor(ctx, "bob", rg); len(ms) != 1 || ms[0].Seq != 1 {
+				t.Fatalf("bob's resend %+v", ms)
+			}
+			if ms, _ := convs.MessagesFor(ctx, "amy", rg); len(ms) != 2 {
+				t.Fatalf("amy's resend %+v", ms)
+			}
 
 			// Delete for everyone: a tombstone without content, reactions or history.
 			if _, err := repo.DeleteForAll(ctx, conv, []int64{1}, allow); err != nil {

@@ -426,13 +426,23 @@ func (r *ConversationRepo) LatestFor(ctx context.Context, viewer string, ranges 
 // Messages returns the stored messages of ranges, by conversation then
 // ascending seq; failed placeholders are left out. One query per 200
 // ranges: callers bound the ranges (offline resend sizes them to its caps).
+// It is MessagesFor with no viewer.
 func (r *ConversationRepo) Messages(ctx context.Context, ranges []SeqRange) ([]domain.Message, error) {
+	return r.MessagesFor(ctx, "", ranges)
+}
+
+// MessagesFor is Messages as viewer sees them: the messages viewer deleted
+// for itself (message_hidden) are left out ("" leaves out none).
+func (r *ConversationRepo) MessagesFor(ctx context.Context, viewer string, ranges []SeqRange) ([]domain.Message, error) {
 	var out []domain.Message
 	err := chunks(ranges, func(rs []SeqRange) error {
 		where, args := rangeWhere("m", rs)
 		var rows []messageRow
-		err := r.db.Gorm.WithContext(ctx).Table("messages AS m").Where(where, args...).
-			Where("m.status <> ?", msgStatusFailed).Order("m.conversation_id, m.seq").Find(&rows).Error
+		q := r.db.Gorm.WithContext(ctx).Table("messages AS m").Where(where, args...).Where("m.status <> ?", msgStatusFailed)
+		if viewer != "" {
+			q = q.Where("NOT EXISTS (SELECT 1 FROM message_hidden h WHERE h.user_id = ? AND h.conversation_id = m.conversation_id AND h.seq = m.seq)", viewer)
+		}
+		err := q.Order("m.conversation_id, m.seq").Find(&rows).Error
 		out = append(out, fromMessageRows(rows)...)
 		return err
 	})

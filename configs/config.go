@@ -571,6 +571,15 @@ type Msg struct {
 	MaxBodyBytes int `koanf:"max_body_bytes"`
 	// RevokeWindow is how long a sender may recall its message.
 	RevokeWindow time.Duration `koanf:"revoke_window"`
+	// EditWindow is how long after sending a sender may edit its text
+	// message; 0 turns the time limit off (docs/actions.md).
+	EditWindow time.Duration `koanf:"edit_window"`
+	// MaxReactionsPerUser caps the distinct emojis one user may react with
+	// on one message.
+	MaxReactionsPerUser int `koanf:"max_reactions_per_user"`
+	// ReactionEmojis, when not empty, is the only emojis reactions may use;
+	// empty allows any single emoji (one grapheme cluster).
+	ReactionEmojis []string `koanf:"reaction_emojis"`
 }
 
 // Cluster configures membership and cross-instance routing
@@ -706,6 +715,10 @@ type Sync struct {
 	// this process applies at once; one made through another process within
 	// this long.
 	RecvOptCacheTTL time.Duration `koanf:"recv_opt_cache_ttl"`
+	// ReadCountInterval is the coalescing window of the read-count updates
+	// a group message's sender gets (docs/sync.md, "Read counts"): at most
+	// one per conversation per interval, across all instances.
+	ReadCountInterval time.Duration `koanf:"read_count_interval"`
 }
 
 // Metrics configures how the operator routes (/metrics) are served
@@ -878,7 +891,7 @@ func Default() Config {
 			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second,
 		},
 		Seq:  Seq{LeaseBlock: 100},
-		Msg:  Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute},
+		Msg:  Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute, EditWindow: 24 * time.Hour, MaxReactionsPerUser: 20, ReactionEmojis: []string{}},
 		Push: Push{QueueSize: 65536, Workers: 4},
 		Group: Group{
 			MinCreateMembers: 3, InvitePermission: InviteByMembers, MaxIDsPerRequest: 2000, MaxMembers: 10_000,
@@ -895,7 +908,7 @@ func Default() Config {
 		},
 		Sync: Sync{
 			CursorFlushInterval: 50 * time.Millisecond, ResendSingleMax: 200, ResendGroupMax: 200,
-			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 200,
+			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 200, ReadCountInterval: time.Second,
 			RevokeWait: 3 * time.Second, RecvOptCacheTTL: 5 * time.Second,
 		},
 		Webhooks: Webhooks{

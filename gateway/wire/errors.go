@@ -53,6 +53,15 @@ const (
 	ReasonBlocked               Reason = "blocked"
 	ReasonBlockedWord           Reason = "blocked_word"
 	ReasonReportNotFound        Reason = "report_not_found"
+
+	// Message actions (docs/actions.md).
+	ReasonBadEmoji         Reason = "bad_emoji"
+	ReasonEditNotAllowed   Reason = "edit_not_allowed"
+	ReasonEditTimeout      Reason = "edit_timeout"
+	ReasonDeleteNotAllowed Reason = "delete_not_allowed"
+	ReasonQuoteUnavailable Reason = "quote_unavailable"
+	ReasonTooManyReactions Reason = "too_many_reactions"
+	ReasonMessageGone      Reason = "message_gone"
 )
 
 // Code is one row of the error table.
@@ -69,6 +78,7 @@ var table = []Code{
 	{ReasonUnknownRequest, 1003, 400},
 	{ReasonBadSeq, 1004, 400},
 	{ReasonUnsupportedMediaType, 1005, 415},
+	{ReasonBadEmoji, 1020, 400},
 	{ReasonTokenMissing, 1101, 401},
 	{ReasonTokenInvalid, 1102, 401},
 	{ReasonTokenExpired, 1103, 401},
@@ -90,12 +100,18 @@ var table = []Code{
 	{ReasonMessageRejected, 1221, 403},
 	{ReasonBlocked, 1222, 403},
 	{ReasonBlockedWord, 1260, 403},
+	{ReasonEditNotAllowed, 1240, 403},
+	{ReasonEditTimeout, 1241, 403},
+	{ReasonDeleteNotAllowed, 1242, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
 	{ReasonMessageNotFound, 1303, 404},
 	{ReasonReportNotFound, 1340, 404},
+	{ReasonQuoteUnavailable, 1320, 404},
 	{ReasonUserExists, 1401, 409},
+	{ReasonTooManyReactions, 1430, 409},
+	{ReasonMessageGone, 1431, 409},
 	{ReasonTooManyRequests, 1429, 429},
 	{ReasonInternalError, 1500, 500},
 	{ReasonServerBusy, 1503, 503},
@@ -158,6 +174,13 @@ var domainReasons = []struct {
 	{domain.ErrServerBusy, ReasonServerBusy},
 	{domain.ErrSaveFailed, ReasonSaveFailed},
 	{domain.ErrSearchTimeout, ReasonSearchTimeout},
+	{domain.ErrBadEmoji, ReasonBadEmoji},
+	{domain.ErrEditNotAllowed, ReasonEditNotAllowed},
+	{domain.ErrEditTimeout, ReasonEditTimeout},
+	{domain.ErrDeleteNotAllowed, ReasonDeleteNotAllowed},
+	{domain.ErrQuoteUnavailable, ReasonQuoteUnavailable},
+	{domain.ErrTooManyReactions, ReasonTooManyReactions},
+	{domain.ErrMessageGone, ReasonMessageGone},
 }
 
 // Error is a wire error: a row of the table plus a human detail.

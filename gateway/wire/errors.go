@@ -51,6 +51,12 @@ const (
 	ReasonUserDisabled          Reason = "user_disabled"
 	ReasonMessageRejected       Reason = "message_rejected"
 	ReasonBlocked               Reason = "blocked"
+
+	ReasonPushEndpointInsecure    Reason = "push_endpoint_insecure"
+	ReasonPushSubscriptionInvalid Reason = "push_subscription_invalid"
+	ReasonPushTokenInvalid        Reason = "push_token_invalid"
+	ReasonPushProviderUnavailable Reason = "push_provider_unavailable"
+	ReasonPushDeviceNotFound      Reason = "push_device_not_found"
 )
 
 // Code is one row of the error table.
@@ -66,6 +72,10 @@ var table = []Code{
 	{ReasonBodyTooLong, 1002, 400},
 	{ReasonUnknownRequest, 1003, 400},
 	{ReasonBadSeq, 1004, 400},
+	{ReasonPushEndpointInsecure, 1030, 400},
+	{ReasonPushSubscriptionInvalid, 1031, 400},
+	{ReasonPushTokenInvalid, 1032, 400},
+	{ReasonPushProviderUnavailable, 1033, 400},
 	{ReasonUnsupportedMediaType, 1005, 415},
 	{ReasonTokenMissing, 1101, 401},
 	{ReasonTokenInvalid, 1102, 401},
@@ -91,6 +101,7 @@ var table = []Code{
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
 	{ReasonMessageNotFound, 1303, 404},
+	{ReasonPushDeviceNotFound, 1330, 404},
 	{ReasonUserExists, 1401, 409},
 	{ReasonTooManyRequests, 1429, 429},
 	{ReasonInternalError, 1500, 500},
@@ -152,6 +163,11 @@ var domainReasons = []struct {
 	{domain.ErrServerBusy, ReasonServerBusy},
 	{domain.ErrSaveFailed, ReasonSaveFailed},
 	{domain.ErrSearchTimeout, ReasonSearchTimeout},
+	{domain.ErrPushEndpointInsecure, ReasonPushEndpointInsecure},
+	{domain.ErrPushSubscriptionInvalid, ReasonPushSubscriptionInvalid},
+	{domain.ErrPushTokenInvalid, ReasonPushTokenInvalid},
+	{domain.ErrPushProviderUnavailable, ReasonPushProviderUnavailable},
+	{domain.ErrPushDeviceNotFound, ReasonPushDeviceNotFound},
 }
 
 // Error is a wire error: a row of the table plus a human detail.

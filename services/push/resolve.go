@@ -83,7 +83,9 @@ func NewResolver(d ResolveDeps) *Resolver {
 	r := &Resolver{d: d}
 	r.consumer = streams.NewConsumer(d.Redis, streams.ConsumerConfig{
 		Stream: d.Keys.Saved, Group: ResolveGroup, Consumer: d.Consumer, Count: d.Config.ResolveBatch, Block: time.Second,
-		ClaimMinIdle: 5 * time.Second, TrimInterval: time.Minute,
+		// An entry idle retry_backoff was left by an instance that is gone
+		// (a live consumer keeps what it works on fresh).
+		ClaimMinIdle: d.Config.RetryBackoff, ClaimEvery: min(d.Config.RetryBackoff/2, time.Second), TrimInterval: time.Minute,
 		Retry: streams.RetryPolicy{Backoff: 100 * time.Millisecond, BackoffMax: 5 * time.Second},
 		DeadLetter: &streams.DeadLetters{Redis: d.Redis, Input: d.Keys.Saved, Group: ResolveGroup, Stream: d.Keys.Dead,
 			MaxLen: d.Config.DeadMaxLen, BodyField: savedField, MaxBody: 2048, DeleteInput: true},

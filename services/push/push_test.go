@@ -3,8 +3,8 @@ package push
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"fmt"
+	"log/slog"
 	"sync"
 	"testing"
 	"time"
@@ -76,7 +76,9 @@ func (c fakeConvs) UnreadCounts(_ context.Context, user string, ranges []store.S
 
 type fakeNames map[string]string
 
-func (n fakeNames) Nicknames(_ context.Context, ids []string) (map[string]string, error) { return n, nil }
+func (n fakeNames) Nicknames(_ context.Context, ids []string) (map[string]string, error) {
+	return n, nil
+}
 
 // harness runs the resolve stage and the three senders against local
 // receivers, on the test Redis and MariaDB.
@@ -252,4 +254,3 @@ func groupMsg(from, group, text string, at ...string) domain.Message {
 	return domain.Message{ConversationID: "sg_" + group, SenderID: from, GroupID: group, SessionType: domain.SessionGroup,
 		MsgType: domain.MsgText, Content: domain.Content{Text: text}, AtUserIDs: at, Status: domain.StatusNormal}
 }
-

@@ -130,6 +130,16 @@ type Deps struct {
 	Auth configs.Auth
 	// RegistrationClosed refuses Register (auth.registration).
 	RegistrationClosed bool
+	// Devices forgets push devices at logout and account deletion; nil
+	// when the built-in push is off.
+	Devices Devices
+}
+
+// Devices are a user's push devices (push.Service): a logged-out app and a
+// deleted account must not be woken any more.
+type Devices interface {
+	LoggedOut(ctx context.Context, userID string, platformID int) error
+	ForgetUser(ctx context.Context, userID string) error
 }
 
 // Service applies the account rules.
@@ -145,12 +155,13 @@ type Service struct {
 	limits    Limits
 	hashes    *hashGate
 	closed    bool
+	devices   Devices
 }
 
 // NewService returns the service on d.
 func NewService(d Deps) *Service {
 	return &Service{users: d.Users, contacts: d.Contacts, blocks: d.Blocks, gate: d.Gate, passwords: d.Passwords, tokens: d.Tokens, store: d.Store, sessions: d.Sessions,
-		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed}
+		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed, devices: d.Devices}
 }
 
 // checkPlatform is the rule of a platform_id: an OpenIM platform number.

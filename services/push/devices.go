@@ -141,9 +141,6 @@ func (s *Service) Register(ctx context.Context, userID string, req RegisterReque
 	if err := req.Validate(); err != nil {
 		return DeviceJSON{}, err
 	}
-	if !s.enabled[req.Provider] {
-		return DeviceJSON{}, domain.NewError(domain.ErrPushProviderUnavailable, req.Provider+" is not configured on this server")
-	}
 	d := store.PushDevice{UserID: userID, Provider: req.Provider, PlatformID: req.PlatformID, AppID: req.AppID, Locale: req.Locale}
 	switch req.Provider {
 	case ProviderWebPush:
@@ -162,6 +159,11 @@ func (s *Service) Register(ctx context.Context, userID string, req RegisterReque
 			return DeviceJSON{}, err
 		}
 		d.Token = req.Token
+	}
+	// Checked after the shape, so a malformed registration is told what is
+	// wrong with it whatever this server's configuration.
+	if !s.enabled[req.Provider] {
+		return DeviceJSON{}, domain.NewError(domain.ErrPushProviderUnavailable, req.Provider+" is not configured on this server")
 	}
 	out, err := s.devices.Register(ctx, d, s.cfg.MaxDevicesPerUser)
 	if err != nil {

@@ -563,8 +563,9 @@ type Push struct {
 	// The fields below configure the built-in push to phones and browsers
 	// (docs/push.md); the two above are the synchronous path's queue.
 
-	// Enabled turns on the built-in push: device registration, the push
-	// stages and the providers configured below.
+	// Enabled turns on the built-in push: the device routes, and the push
+	// stages once a provider below is configured (the embedded mode always
+	// has Web Push, with a generated VAPID pair).
 	Enabled bool `koanf:"enabled"`
 	// GroupWindow: a group conversation notifies a recipient at most once
 	// per window; the messages inside it are collapsed into that one.
@@ -898,7 +899,7 @@ func Default() Config {
 		},
 		Seq: Seq{LeaseBlock: 100},
 		Msg: Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute},
-		Push: Push{QueueSize: 65536, Workers: 4, GroupWindow: 2 * time.Second, Preview: "text", PreviewChars: 100,
+		Push: Push{QueueSize: 65536, Workers: 4, Enabled: true, GroupWindow: 2 * time.Second, Preview: "text", PreviewChars: 100,
 			MaxDevicesPerUser: 20, ResolveBatch: 200, MaxAttempts: 8, RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute,
 			RetryAfterMax: 10 * time.Minute, Timeout: 10 * time.Second, DeadMaxLen: 10000,
 			FCM:     PushFCM{Endpoint: "https://fcm.googleapis.com", Concurrency: 16},

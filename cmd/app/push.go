@@ -15,10 +15,18 @@ import (
 // pushHook is the built-in push's save hook (push.enabled): the saved
 // messages go to the resolve stage's stream. nil when off.
 func (a *App) pushHook() afterSave {
-	if !a.cfg.Push.Enabled {
+	if !a.pushActive() {
 		return nil
 	}
 	return push.NewEnqueuer(a.rdb, push.NewKeys(a.cfg.Redis.KeyPrefix))
+}
+
+// pushActive: push.enabled and a provider is configured (the embedded
+// mode always has Web Push). Without a provider the device routes answer
+// push_provider_unavailable and no stage runs.
+func (a *App) pushActive() bool {
+	c := a.cfg.Push
+	return c.Enabled && (c.FCM.CredentialsFile != "" || c.APNs.KeyFile != "" || c.WebPush.VAPIDPublicKey != "" || a.embedded)
 }
 
 // buildPush wires the built-in push (docs/push.md): the device table and
@@ -66,6 +74,11 @@ func (a *App) buildPush(ctx context.Context, members *group.Members, convs *stor
 	for name := range providers {
 		enabled[name] = true
 	}
+	a.push = push.NewService(repo, cfg, enabled, cfg.WebPush.VAPIDPublicKey)
+	routes.NewPush(a.push, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server)
+	if !a.pushActive() {
+		return nil
+	}
 	keys := push.NewKeys(a.cfg.Redis.KeyPrefix)
 	resolver := push.NewResolver(push.ResolveDeps{Redis: a.rdb, Keys: keys, Config: cfg, Consumer: a.consumerName(),
 		Presence: a.presence, Members: members, Convs: convs, Nicknames: a.users, Devices: repo, Enabled: enabled, Log: a.log})
@@ -86,8 +99,6 @@ func (a *App) buildPush(ctx context.Context, members *group.Members, convs *stor
 		}
 		a.add(component{name: "push sender " + name, run: s.Run})
 	}
-	a.push = push.NewService(repo, cfg, enabled, cfg.WebPush.VAPIDPublicKey)
-	routes.NewPush(a.push, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server)
 	a.log.Info("built-in push enabled", "providers", fmt.Sprint(push.Providers), "configured", fmt.Sprint(enabled))
 	return nil
 }

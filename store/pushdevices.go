@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
+	"gorm.io/gorm/clause"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -53,11 +54,11 @@ type PushDevice struct {
 // table).
 type PushDeviceRepo struct{ db *DB }
 
-// NewPushDeviceRepo returns the repo on db, creating push_devices if
-// missing.
+// NewPushDeviceRepo returns the repo on db, creating push_devices and
+// push_mentions_only if missing.
 func NewPushDeviceRepo(ctx context.Context, db *DB) (*PushDeviceRepo, error) {
-	if err := db.Gorm.WithContext(ctx).AutoMigrate(&pushDeviceRow{}); err != nil {
-		return nil, fmt.Errorf("create push_devices: %w", err)
+	if err := db.Gorm.WithContext(ctx).AutoMigrate(&pushDeviceRow{}, &pushMentionsOnlyRow{}); err != nil {
+		return nil, fmt.Errorf("create push_devices, push_mentions_only: %w", err)
 	}
 	return &PushDeviceRepo{db: db}, nil
 }
@@ -186,4 +187,59 @@ func (r *PushDeviceRepo) DeleteGone(ctx context.Context, id, token string) error
 		return fmt.Errorf("delete gone push device %s: %w", id, err)
 	}
 	return nil
+}
+
+// pushMentionsOnlyRow: UserID is notified of ConversationID's messages
+// only when they mention them (a group "muted except for mentions").
+type pushMentionsOnlyRow struct {
+	UserID         string `gorm:"column:user_id;type:varchar(64);primaryKey"`
+	ConversationID string `gorm:"column:conversation_id;type:varchar(128);primaryKey;index:idx_push_mo_conv"`
+	CreatedAt      int64  `gorm:"column:created_at;not null;autoCreateTime:false"`
+}
+
+func (pushMentionsOnlyRow) TableName() string { return "push_mentions_only" }
+
+// SetMentionsOnly turns userID's mentions-only push for conversationID on
+// or off; setting what is set changes nothing.
+func (r *PushDeviceRepo) SetMentionsOnly(ctx context.Context, userID, conversationID string, on bool) error {
+	q := r.db.Gorm.WithContext(ctx)
+	var err error
+	if on {
+		err = q.Clauses(clause.OnConflict{DoNothing: true}).Create(&pushMentionsOnlyRow{UserID: userID, ConversationID: conversationID, CreatedAt: nowMillis()}).Error
+	} else {
+		err = q.Where("user_id = ? AND conversation_id = ?", userID, conversationID).Delete(&pushMentionsOnlyRow{}).Error
+	}
+	if err != nil {
+		return fmt.Errorf("push mentions-only of %s in %s: %w", userID, conversationID, err)
+	}
+	return nil
+}
+
+// MentionsOnlyOf lists userID's mentions-only conversations.
+func (r *PushDeviceRepo) MentionsOnlyOf(ctx context.Context, userID string) ([]string, error) {
+	var ids []string
+	err := r.db.Gorm.WithContext(ctx).Model(&pushMentionsOnlyRow{}).Where("user_id = ?", userID).Order("conversation_id").Pluck("conversation_id", &ids).Error
+	if err != nil {
+		return nil, fmt.Errorf("push mentions-only of %s: %w", userID, err)
+	}
+	return ids, nil
+}
+
+// MentionsOnly returns which of userIDs set conversationID to
+// mentions-only.
+func (r *PushDeviceRepo) MentionsOnly(ctx context.Context, conversationID string, userIDs []string) (map[string]bool, error) {
+	out := map[string]bool{}
+	for start := 0; start < len(userIDs); start += rowChunk {
+		var ids []string
+		chunk := userIDs[start:min(start+rowChunk, len(userIDs))]
+		err := r.db.Gorm.WithContext(ctx).Model(&pushMentionsOnlyRow{}).Where("conversation_id = ? AND user_id IN ?", conversationID, chunk).
+			Pluck("user_id", &ids).Error
+		if err != nil {
+			return nil, fmt.Errorf("push mentions-only in %s: %w", conversationID, err)
+		}
+		for _, id := range ids {
+			out[id] = true
+		}
+	}
+	return out, nil
 }

@@ -24,7 +24,8 @@ func NewPush(svc *push.Service, maxBody int, log *slog.Logger) *Push {
 }
 
 // Register mounts POST /push/devices, GET /push/devices, DELETE
-// /push/devices/{id} and GET /push/vapid_public_key, all authenticated.
+// /push/devices/{id}, POST and GET /push/settings and GET
+// /push/vapid_public_key, all authenticated.
 func (p *Push) Register(r HTTP) {
 	r.Route("POST", "/push/devices", api.JSON(p.maxBody, p.log, p.svc.Register), true)
 	r.Route("GET", "/push/devices", p.caller(func(ctx context.Context, userID string, _ *app.RequestContext) (any, error) {
@@ -32,6 +33,10 @@ func (p *Push) Register(r HTTP) {
 	}), true)
 	r.Route("DELETE", "/push/devices/:id", p.caller(func(ctx context.Context, userID string, c *app.RequestContext) (any, error) {
 		return p.svc.Delete(ctx, userID, push.DeleteRequest{DeviceID: c.Param("id")})
+	}), true)
+	r.Route("POST", "/push/settings", api.JSON(p.maxBody, p.log, p.svc.SetSettings), true)
+	r.Route("GET", "/push/settings", p.caller(func(ctx context.Context, userID string, _ *app.RequestContext) (any, error) {
+		return p.svc.Settings(ctx, userID)
 	}), true)
 	r.Route("GET", "/push/vapid_public_key", p.caller(func(context.Context, string, *app.RequestContext) (any, error) {
 		return p.svc.VAPIDPublicKey()

@@ -35,6 +35,30 @@ type DeviceStore interface {
 	List(ctx context.Context, userID string) ([]store.PushDevice, error)
 	Delete(ctx context.Context, userID, id string) error
 	DeletePlatform(ctx context.Context, userID string, platformID int) (int64, error)
+	SetMentionsOnly(ctx context.Context, userID, conversationID string, on bool) error
+	MentionsOnlyOf(ctx context.Context, userID string) ([]string, error)
+}
+
+// SettingsRequest is POST /push/settings: a group conversation notifies
+// only the messages that mention the caller (or everyone) when
+// mentions_only is true.
+type SettingsRequest struct {
+	ConversationID string `json:"conversation_id"`
+	MentionsOnly   bool   `json:"mentions_only"`
+}
+
+// Validate: conversation_id must be a group conversation.
+func (r *SettingsRequest) Validate() error {
+	if domain.GroupIDOf(r.ConversationID) == "" {
+		return domain.BadField("conversation_id", "must be a group conversation ID (sg_<group_id>)")
+	}
+	return nil
+}
+
+// SettingsJSON is GET /push/settings: the caller's mentions-only group
+// conversations.
+type SettingsJSON struct {
+	MentionsOnly []string `json:"mentions_only"`
 }
 
 // RegisterRequest is POST /push/devices: token for fcm and apns,
@@ -195,6 +219,30 @@ func (s *Service) Delete(ctx context.Context, userID string, req DeleteRequest) 
 		return struct{}{}, err
 	}
 	return struct{}{}, nil
+}
+
+// SetSettings turns the caller's mentions-only push of a group
+// conversation on or off, and answers the caller's settings.
+func (s *Service) SetSettings(ctx context.Context, userID string, req SettingsRequest) (SettingsJSON, error) {
+	if err := req.Validate(); err != nil {
+		return SettingsJSON{}, err
+	}
+	if err := s.devices.SetMentionsOnly(ctx, userID, req.ConversationID, req.MentionsOnly); err != nil {
+		return SettingsJSON{}, err
+	}
+	return s.Settings(ctx, userID)
+}
+
+// Settings returns the caller's push settings.
+func (s *Service) Settings(ctx context.Context, userID string) (SettingsJSON, error) {
+	ids, err := s.devices.MentionsOnlyOf(ctx, userID)
+	if err != nil {
+		return SettingsJSON{}, err
+	}
+	if ids == nil {
+		ids = []string{}
+	}
+	return SettingsJSON{MentionsOnly: ids}, nil
 }
 
 // LoggedOut forgets userID's devices registered from platformID: a

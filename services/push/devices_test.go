@@ -43,6 +43,9 @@ func TestRegisterRefusesMalformedDevices(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
+	if _, err := h.svc.SetSettings(ctx, "bob", SettingsRequest{ConversationID: "si_alice_bob", MentionsOnly: true}); !errors.Is(err, domain.ErrInvalidArgument) {
+		t.Errorf("mentions-only of a single chat: %v", err)
+	}
 	off := NewService(h.repo, h.cfg, map[string]bool{ProviderWebPush: true}, "k")
 	if _, err := off.Register(ctx, "bob", RegisterRequest{Provider: "fcm", PlatformID: 2, Token: "t"}); !errors.Is(err, domain.ErrPushProviderUnavailable) {
 		t.Errorf("unconfigured provider: %v", err)

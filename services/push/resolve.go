@@ -45,9 +45,11 @@ type Nicknames interface {
 	Nicknames(ctx context.Context, ids []string) (map[string]string, error)
 }
 
-// DeviceLookup returns the devices of users (store.PushDeviceRepo).
+// DeviceLookup returns the devices of users and who set a group to
+// mentions-only (store.PushDeviceRepo).
 type DeviceLookup interface {
 	OfUsers(ctx context.Context, userIDs []string) (map[string][]store.PushDevice, error)
+	MentionsOnly(ctx context.Context, conversationID string, userIDs []string) (map[string]bool, error)
 }
 
 // ResolveDeps are the resolve stage's collaborators.
@@ -190,6 +192,9 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 		return nil, err
 	}
 	if targets, err = r.notMuted(ctx, targets); err != nil || len(targets) == 0 {
+		return nil, err
+	}
+	if targets, err = r.mentionsOnly(ctx, targets); err != nil || len(targets) == 0 {
 		return nil, err
 	}
 	if targets, err = r.windowed(ctx, targets); err != nil || len(targets) == 0 {
@@ -353,6 +358,38 @@ func (r *Resolver) notMuted(ctx context.Context, ts []target) ([]target, error) 
 	out := ts[:0]
 	for _, t := range ts {
 		if !muted[t.user+"\x00"+t.msg.ConversationID] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
+// mentionsOnly drops group targets who set the conversation to
+// mentions-only (POST /push/settings) when the message does not mention
+// them; recalls pass (they only withdraw what was shown).
+func (r *Resolver) mentionsOnly(ctx context.Context, ts []target) ([]target, error) {
+	byConv := map[string][]string{}
+	for _, t := range ts {
+		if t.msg.SessionType == int(domain.SessionGroup) && t.msg.Recall == nil && !mentions(t.msg, t.user) {
+			byConv[t.msg.ConversationID] = append(byConv[t.msg.ConversationID], t.user)
+		}
+	}
+	if len(byConv) == 0 {
+		return ts, nil
+	}
+	only := map[string]bool{} // conversation + "\x00" + user
+	for conv, users := range byConv {
+		set, err := r.d.Devices.MentionsOnly(ctx, conv, dedupe(users))
+		if err != nil {
+			return nil, fmt.Errorf("push: mentions-only settings of %s: %w", conv, err)
+		}
+		for u := range set {
+			only[conv+"\x00"+u] = true
+		}
+	}
+	out := ts[:0]
+	for _, t := range ts {
+		if !only[t.msg.ConversationID+"\x00"+t.user] || mentions(t.msg, t.user) {
 			out = append(out, t)
 		}
 	}

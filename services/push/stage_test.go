@@ -53,20 +53,29 @@ func TestOneNotificationPerOfflineMessage(t *testing.T) {
 
 // TestGroupWindowCollapsesAndMutes: three group messages within
 // push.group_window notify each offline member once; a member with
-// recv_msg_opt 1 and the sender get none; a recall is a silent update.
+// recv_msg_opt 1 and the sender get none, a member who set the group to
+// mentions-only gets only the message mentioning them; a recall is a
+// silent update.
 func TestGroupWindowCollapsesAndMutes(t *testing.T) {
 	h := newHarness(t, testConfig())
-	h.members["g1"] = map[string]int{"alice": 0, "bob": 0, "erin": 1, "frank": 0}
+	h.members["g1"] = map[string]int{"alice": 0, "bob": 0, "erin": 1, "frank": 0, "gina": 0}
 	h.webDevice("bob", "bob")
+	h.webDevice("gina", "gina")
+	if _, err := h.svc.SetSettings(context.Background(), "gina", SettingsRequest{ConversationID: "sg_g1", MentionsOnly: true}); err != nil {
+		t.Fatal(err)
+	}
 	h.webDevice("erin", "erin")
 	h.webDevice("alice", "alice")
 	h.tokenDevice("frank", ProviderAPNs, "aabbccdd00112233")
 	h.convs.unread["frank"] = 3
 	h.start("a")
-	h.save(groupMsg("alice", "g1", "one"), groupMsg("alice", "g1", "two", "frank"), groupMsg("alice", "g1", "three"))
+	h.save(groupMsg("alice", "g1", "one"), groupMsg("alice", "g1", "two", "frank", "gina"), groupMsg("alice", "g1", "three"))
 	h.drained()
 	if got := h.web.accepted("bob"); len(got) != 1 || got[0].n.Body != "one" {
 		t.Fatalf("bob: %+v, want one notification for the window", got)
+	}
+	if got := h.web.accepted("gina"); len(got) != 1 || got[0].n.Body != "two" || !got[0].n.Mentioned {
+		t.Fatalf("gina (mentions only): %+v, want the mentioning message only", got)
 	}
 	if n := len(h.web.all("erin")) + len(h.web.all("alice")); n != 0 {
 		t.Fatalf("muted member and sender got %d notifications", n)

@@ -54,8 +54,7 @@ export async function enablePush({ token, baseURL = '', platformID = 5, locale =
     throw fail('permission_denied', 'notifications were not allowed');
   }
   const { key } = await call(baseURL, token, 'GET', '/push/vapid_public_key');
-  const reg = await navigator.serviceWorker.register(SW_URL, { scope: SW_SCOPE });
-  await navigator.serviceWorker.ready;
+  const reg = await activated(await navigator.serviceWorker.register(SW_URL, { scope: SW_SCOPE }));
   let sub = await reg.pushManager.getSubscription();
   if (sub && !sameKey(sub, key)) {
     await sub.unsubscribe(); // the server's key changed: the old one is dead
@@ -71,6 +70,23 @@ export async function enablePush({ token, baseURL = '', platformID = 5, locale =
     locale: (locale || '').slice(0, 35),
     subscription: { endpoint: json.endpoint, keys: { p256dh: json.keys.p256dh, auth: json.keys.auth } },
   });
+}
+
+// activated waits for the worker to be active (serviceWorker.ready would
+// not do: it waits for a worker controlling the page, and the page is
+// outside the worker's scope).
+export async function activated(reg) {
+  const w = reg.installing || reg.waiting;
+  if (!reg.active && w) {
+    await new Promise((resolve) => {
+      w.addEventListener('statechange', () => {
+        if (w.state === 'activated') {
+          resolve();
+        }
+      });
+    });
+  }
+  return reg;
 }
 
 function sameKey(sub, key) {

@@ -188,6 +188,26 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 	if err != nil || len(targets) == 0 {
 		return nil, err
 	}
+	// Devices first: one query for the read, and most recipients have no
+	// device, so the presence and settings lookups below run only for
+	// those who could be notified.
+	all := make([]string, 0, len(targets))
+	for _, t := range targets {
+		all = append(all, t.user)
+	}
+	devices, err := r.d.Devices.OfUsers(ctx, dedupe(all))
+	if err != nil {
+		return nil, fmt.Errorf("push: devices: %w", err)
+	}
+	withDevice := targets[:0]
+	for _, t := range targets {
+		if r.reachable(devices[t.user]) {
+			withDevice = append(withDevice, t)
+		}
+	}
+	if targets = withDevice; len(targets) == 0 {
+		return nil, nil
+	}
 	if targets, err = r.offline(ctx, targets); err != nil || len(targets) == 0 {
 		return nil, err
 	}
@@ -200,17 +220,11 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 	if targets, err = r.windowed(ctx, targets); err != nil || len(targets) == 0 {
 		return nil, err
 	}
-	users := make([]string, 0, len(targets))
 	senders := make([]string, 0, len(targets))
 	for _, t := range targets {
-		users = append(users, t.user)
 		senders = append(senders, t.msg.SenderID)
 	}
-	users, senders = dedupe(users), dedupe(senders)
-	devices, err := r.d.Devices.OfUsers(ctx, users)
-	if err != nil {
-		return nil, fmt.Errorf("push: devices: %w", err)
-	}
+	senders = dedupe(senders)
 	names := map[string]string{}
 	if r.d.Nicknames != nil {
 		if n, err := r.d.Nicknames.Nicknames(ctx, senders); err == nil {
@@ -241,6 +255,16 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 		}
 	}
 	return jobs, nil
+}
+
+// reachable: one of devs is of a configured provider.
+func (r *Resolver) reachable(devs []store.PushDevice) bool {
+	for _, d := range devs {
+		if r.d.Enabled[d.Provider] {
+			return true
+		}
+	}
+	return false
 }
 
 // notification builds what t's devices are told.

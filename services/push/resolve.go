@@ -142,23 +142,7 @@ func (r *Resolver) handle(ctx context.Context, entries []redis.XMessage) error {
 		msgs = append(msgs, &m)
 		ids = append(ids, e.ID)
 	}
-	// A message resolved before (its entry redelivered) is only acked.
-	done := make([]*redis.IntCmd, len(msgs))
-	if _, err := r.d.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, m := range msgs {
-			done[i] = p.Exists(ctx, r.d.Keys.done(m.ConversationID, m.Seq))
-		}
-		return nil
-	}); err != nil {
-		return fmt.Errorf("push: done marks: %w", err)
-	}
-	var fresh []*savedMsg
-	for i, m := range msgs {
-		if done[i].Val() == 0 {
-			fresh = append(fresh, m)
-		}
-	}
-	jobs, err := r.resolve(ctx, fresh)
+	jobs, notified, err := r.resolve(ctx, msgs)
 	if err != nil {
 		return err
 	}
@@ -168,7 +152,7 @@ func (r *Resolver) handle(ctx context.Context, entries []redis.XMessage) error {
 				b, _ := json.Marshal(j)
 				p.XAdd(ctx, &redis.XAddArgs{Stream: r.d.Keys.Send(j.Device.Provider), Values: []any{jobField, b}})
 			}
-			for _, m := range fresh {
+			for _, m := range notified {
 				p.Set(ctx, r.d.Keys.done(m.ConversationID, m.Seq), 1, doneTTL)
 			}
 			p.XAck(ctx, r.d.Keys.Saved, ResolveGroup, ids...)
@@ -182,11 +166,12 @@ func (r *Resolver) handle(ctx context.Context, entries []redis.XMessage) error {
 	return failures.Err()
 }
 
-// resolve returns the jobs of msgs.
-func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error) {
+// resolve returns the jobs of msgs and the messages they notify of (to
+// be marked done with the jobs).
+func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, []*savedMsg, error) {
 	targets, err := r.recipients(ctx, msgs)
 	if err != nil || len(targets) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	// Devices first: one query for the read, and most recipients have no
 	// device, so the presence and settings lookups below run only for
@@ -197,7 +182,7 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 	}
 	devices, err := r.d.Devices.OfUsers(ctx, dedupe(all))
 	if err != nil {
-		return nil, fmt.Errorf("push: devices: %w", err)
+		return nil, nil, fmt.Errorf("push: devices: %w", err)
 	}
 	withDevice := targets[:0]
 	for _, t := range targets {
@@ -206,19 +191,24 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 		}
 	}
 	if targets = withDevice; len(targets) == 0 {
-		return nil, nil
+		return nil, nil, nil
+	}
+	// A message resolved before (its entry redelivered after its jobs
+	// were appended) is not resolved again.
+	if targets, err = r.notDone(ctx, targets); err != nil || len(targets) == 0 {
+		return nil, nil, err
 	}
 	if targets, err = r.offline(ctx, targets); err != nil || len(targets) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	if targets, err = r.notMuted(ctx, targets); err != nil || len(targets) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	if targets, err = r.mentionsOnly(ctx, targets); err != nil || len(targets) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	if targets, err = r.windowed(ctx, targets); err != nil || len(targets) == 0 {
-		return nil, err
+		return nil, nil, err
 	}
 	senders := make([]string, 0, len(targets))
 	for _, t := range targets {
@@ -233,6 +223,8 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 	}
 	badges := map[string]int64{}
 	var jobs []job
+	var notified []*savedMsg
+	seen := map[*savedMsg]bool{}
 	for _, t := range targets {
 		devs := devices[t.user]
 		if len(devs) == 0 {
@@ -241,7 +233,7 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 		badge, ok := badges[t.user]
 		if !ok {
 			if badge, err = TotalUnread(ctx, r.d.Convs, t.user); err != nil {
-				return nil, fmt.Errorf("push: badge of %s: %w", t.user, err)
+				return nil, nil, fmt.Errorf("push: badge of %s: %w", t.user, err)
 			}
 			badges[t.user] = badge
 		}
@@ -252,9 +244,45 @@ func (r *Resolver) resolve(ctx context.Context, msgs []*savedMsg) ([]job, error)
 			}
 			jobs = append(jobs, job{Device: deviceRef{ID: d.ID, Provider: d.Provider, Token: d.Token, P256dh: d.P256dh, Auth: d.Auth,
 				Locale: d.Locale}, N: n})
+			if !seen[t.msg] {
+				seen[t.msg] = true
+				notified = append(notified, t.msg)
+			}
 		}
 	}
-	return jobs, nil
+	return jobs, notified, nil
+}
+
+// notDone drops the targets of messages marked done.
+func (r *Resolver) notDone(ctx context.Context, ts []target) ([]target, error) {
+	var msgs []*savedMsg
+	seen := map[*savedMsg]bool{}
+	for _, t := range ts {
+		if !seen[t.msg] {
+			seen[t.msg] = true
+			msgs = append(msgs, t.msg)
+		}
+	}
+	cmds := make([]*redis.IntCmd, len(msgs))
+	if _, err := r.d.Redis.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for i, m := range msgs {
+			cmds[i] = p.Exists(ctx, r.d.Keys.done(m.ConversationID, m.Seq))
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("push: done marks: %w", err)
+	}
+	done := map[*savedMsg]bool{}
+	for i, m := range msgs {
+		done[m] = cmds[i].Val() > 0
+	}
+	out := ts[:0]
+	for _, t := range ts {
+		if !done[t.msg] {
+			out = append(out, t)
+		}
+	}
+	return out, nil
 }
 
 // reachable: one of devs is of a configured provider.

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/google/uuid"
 	"gorm.io/gorm"
@@ -30,6 +31,8 @@ type pushDeviceRow struct {
 	Locale     string `gorm:"column:locale;type:varchar(35);not null;default:''"`
 	CreatedAt  int64  `gorm:"column:created_at;not null;autoCreateTime:false"`
 	UpdatedAt  int64  `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// Stamp orders registrations (Unix ns): milliseconds tie.
+	Stamp int64 `gorm:"column:stamp;not null;default:0"`
 }
 
 func (pushDeviceRow) TableName() string { return "push_devices" }
@@ -80,7 +83,8 @@ func (r pushDeviceRow) device() PushDevice {
 func (r *PushDeviceRepo) Register(ctx context.Context, d PushDevice, maxPerUser int) (PushDevice, error) {
 	now := nowMillis()
 	row := pushDeviceRow{ID: uuid.NewString(), UserID: d.UserID, Provider: d.Provider, TokenHash: tokenHash(d.Token), Token: d.Token,
-		P256dh: d.P256dh, Auth: d.Auth, PlatformID: d.PlatformID, AppID: d.AppID, Locale: d.Locale, CreatedAt: now, UpdatedAt: now}
+		P256dh: d.P256dh, Auth: d.Auth, PlatformID: d.PlatformID, AppID: d.AppID, Locale: d.Locale, CreatedAt: now, UpdatedAt: now,
+		Stamp: time.Now().UnixNano()}
 	var out pushDeviceRow
 	for attempt := 0; ; attempt++ {
 		err := r.db.Gorm.WithContext(ctx).Transaction(func(tx *gorm.DB) error {
@@ -97,7 +101,7 @@ func (r *PushDeviceRepo) Register(ctx context.Context, d PushDevice, maxPerUser 
 			out.ID, out.CreatedAt = old.ID, old.CreatedAt
 			return tx.Model(&pushDeviceRow{}).Where("id = ?", old.ID).Updates(map[string]any{
 				"user_id": out.UserID, "token": out.Token, "p256dh": out.P256dh, "auth": out.Auth, "platform_id": out.PlatformID,
-				"app_id": out.AppID, "locale": out.Locale, "updated_at": now}).Error
+				"app_id": out.AppID, "locale": out.Locale, "updated_at": now, "stamp": out.Stamp}).Error
 		})
 		if err != nil && isDuplicate(err) && attempt < 2 {
 			continue // a concurrent registration of the same token: update it
@@ -110,7 +114,7 @@ func (r *PushDeviceRepo) Register(ctx context.Context, d PushDevice, maxPerUser 
 	if maxPerUser > 0 {
 		var ids []string
 		err := r.db.Gorm.WithContext(ctx).Model(&pushDeviceRow{}).Where("user_id = ?", d.UserID).
-			Order("updated_at DESC, id DESC").Offset(maxPerUser).Limit(1000).Pluck("id", &ids).Error
+			Order("stamp DESC, id DESC").Offset(maxPerUser).Limit(1000).Pluck("id", &ids).Error
 		if err == nil && len(ids) > 0 {
 			err = r.db.Gorm.WithContext(ctx).Where("id IN ?", ids).Delete(&pushDeviceRow{}).Error
 		}
@@ -124,7 +128,7 @@ func (r *PushDeviceRepo) Register(ctx context.Context, d PushDevice, maxPerUser 
 // List returns userID's devices, most recently registered first.
 func (r *PushDeviceRepo) List(ctx context.Context, userID string) ([]PushDevice, error) {
 	var rows []pushDeviceRow
-	if err := r.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Order("updated_at DESC, id DESC").Find(&rows).Error; err != nil {
+	if err := r.db.Gorm.WithContext(ctx).Where("user_id = ?", userID).Order("stamp DESC, id DESC").Find(&rows).Error; err != nil {
 		return nil, fmt.Errorf("push devices of %s: %w", userID, err)
 	}
 	out := make([]PushDevice, len(rows))

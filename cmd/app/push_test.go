@@ -130,3 +130,81 @@ func TestBuiltInPushEndToEnd(t *testing.T) {
 		t.Errorf("after logout of platform 5 quinn still has %v", env)
 	}
 }
+
+// TestBuiltInPushSurvivesAStoppedInstance: an instance stopped while its
+// Web Push request hangs leaves the job pending (never acknowledged), and
+// another instance on the same Redis and database takes it over and sends
+// it: the notification is delivered once, not lost.
+func TestBuiltInPushSurvivesAStoppedInstance(t *testing.T) {
+	hung := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	accepted, attempts := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.ReadAll(r.Body)
+		mu.Lock()
+		attempts++
+		first := attempts == 1
+		mu.Unlock()
+		if first {
+			once.Do(func() { close(hung) })
+			<-r.Context().Done() // the first instance's request hangs until it gives up
+			return
+		}
+		mu.Lock()
+		accepted++
+		mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+	}))
+	t.Cleanup(srv.Close)
+	cfg := apiConfig(t)
+	cfg.Streams.ConsumerName = "" // the instance id names the consumer
+	priv, pub, err := webpush.GenerateVAPIDKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Push.WebPush.VAPIDPublicKey, cfg.Push.WebPush.VAPIDPrivateKey = pub, priv
+	cfg.Push.WebPush.AllowInsecureEndpoints = true
+	cfg.Push.RetryBackoff, cfg.Push.RetryBackoffMax, cfg.Push.Timeout = 200*time.Millisecond, 400*time.Millisecond, time.Second
+	first, second := cfg, cfg
+	first.Cluster.InstanceID, second.Cluster.InstanceID = "push-a", "push-b"
+	if err := first.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_, base, _, stop := runApp(t, first)
+	for _, u := range []string{"sal", "tia"} {
+		mustAPI(t, "POST", base+"/api/user/create", fmt.Sprintf(`{"user_id":%q,"nickname":"Nick %s"}`, u, u))
+	}
+	tia := fmt.Sprint(mustAPI(t, "POST", base+"/api/token", `{"user_id":"tia","platform_id":5}`)["token"])
+	if code, env := call(t, "POST", base+"/push/devices", `{"provider":"webpush","platform_id":5,"subscription":`+subscriptionJSON(t, srv.URL+"/tia")+`}`, tia); code != 200 {
+		t.Fatalf("register: %d %v", code, env)
+	}
+	mustAPI(t, "POST", base+"/api/msg/send", `{"send_id":"sal","session_type":1,"recv_id":"tia","msg_type":101,"content":{"text":"do not lose me"}}`)
+	select {
+	case <-hung:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the first instance sent nothing")
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("stop the first instance: %v", err)
+	}
+	runApp(t, second)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		mu.Lock()
+		n := accepted
+		mu.Unlock()
+		if n >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the second instance did not send the pending notification")
+		}
+		time.Sleep(20 * time.Millisecond) // polling the endpoint with a deadline
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if accepted != 1 {
+		t.Fatalf("delivered %d times, want 1", accepted)
+	}
+}

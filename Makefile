@@ -13,7 +13,7 @@ LDFLAGS := -s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 # only Go) tests run without it, and say so.
 RACE ?= $(shell command -v $${CC:-gcc} >/dev/null 2>&1 && echo -race)
 
-.PHONY: run build test lint importcheck clean docker fuzz
+.PHONY: run build test test-sdk lint importcheck clean docker fuzz
 
 run:
 	$(GO) run ./cmd/nexo serve
@@ -38,6 +38,12 @@ test: importcheck
 	@# -json keeps go test's output as it would be without it, and ends with one
 	@# line counting the skipped integration tests (.ci/testsummary).
 	set -o pipefail; $(GO) test $(RACE) -count=1 -json ./... | $(GO) run ./.ci/testsummary
+
+# test-sdk runs the JavaScript SDK's tests (Node >= 20 and npm): unit tests,
+# then integration and fault tests against ./cmd/nexo in the embedded mode,
+# which they build and start themselves (docs/sdk.md).
+test-sdk:
+	cd sdk/js && npm ci --no-audit --no-fund && npm test
 
 lint: importcheck
 	@unformatted=$$(gofmt -l .); \

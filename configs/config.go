@@ -33,6 +33,50 @@ type Config struct {
 	Limits    Limits    `koanf:"limits"`
 	Metrics   Metrics   `koanf:"metrics"`
 	Search    Search    `koanf:"search"`
+	// Retention: how long messages are kept, and what an account deletion
+	// erases (docs/privacy.md).
+	Retention Retention `koanf:"retention"`
+	// Moderation: the word filter (docs/moderation.md); SIGHUP reloads it.
+	Moderation Moderation `koanf:"moderation"`
+}
+
+// Retention configures message retention and account erasure
+// (docs/privacy.md).
+type Retention struct {
+	// MaxAge deletes messages older than this, in every conversation; 0
+	// keeps them forever (a conversation may still set a shorter
+	// retention of its own).
+	MaxAge time.Duration `koanf:"max_age"`
+	// EraseDeletedUsers deletes a deleted account's messages too; when
+	// false they stay, shown under the user_id the deletion reserved.
+	EraseDeletedUsers bool `koanf:"erase_deleted_users"`
+	// CleanInterval is the time between two sweeps of the cleaner (one
+	// instance of the cluster sweeps at a time).
+	CleanInterval time.Duration `koanf:"clean_interval"`
+	// CleanBatch is the most messages one delete statement removes.
+	CleanBatch int `koanf:"clean_batch"`
+}
+
+// Word filter actions (moderation.action).
+const (
+	ModerationRefuse = "refuse"
+	ModerationMask   = "mask"
+)
+
+// Moderation configures the word filter applied to what users write:
+// message text (msg_type 101 and 106, and a custom message's top-level
+// search_text), nicknames and group names (docs/moderation.md). Both lists
+// are merged; matching ignores letter case and full/half width. SIGHUP
+// reloads all three keys (the file is read again).
+type Moderation struct {
+	// BlockedWords are the blocked words or phrases.
+	BlockedWords []string `koanf:"blocked_words"`
+	// BlockedWordsFile, when set, is a UTF-8 file of more: one per line;
+	// blank lines and lines starting with # are skipped.
+	BlockedWordsFile string `koanf:"blocked_words_file"`
+	// Action is refuse (the write fails with blocked_word, the default) or
+	// mask (each matched character becomes *).
+	Action string `koanf:"action"`
 }
 
 // Search configures message, user and group search (docs/search.md).
@@ -46,6 +90,11 @@ type Search struct {
 	Timeout time.Duration `koanf:"timeout"`
 	// IndexBatch is the most messages the indexing stage writes at once.
 	IndexBatch int `koanf:"index_batch"`
+	// IndexWait is how long the indexing stage lets messages gather after
+	// a read that did not fill IndexBatch: a message becomes searchable up
+	// to this much later, and at light load the stage writes one batch per
+	// IndexWait instead of one per message (docs/search.md). 0: no wait.
+	IndexWait time.Duration `koanf:"index_wait"`
 }
 
 // HTTP configures the listener shared by the HTTP API and WebSocket.
@@ -290,6 +339,8 @@ type Webhooks struct {
 	UserOnline   WebhookEvent `koanf:"user_online"`
 	UserOffline  WebhookEvent `koanf:"user_offline"`
 	GroupChanged WebhookEvent `koanf:"group_changed"`
+	// MessageReported: a user reported a message (docs/moderation.md).
+	MessageReported WebhookEvent `koanf:"message_reported"`
 	// OfflinePush is offline_push's URL: the app's push service.
 	OfflinePush OfflinePush `koanf:"offline_push"`
 }
@@ -328,6 +379,8 @@ const (
 	EventUserOffline  = "user_offline"
 	EventGroupChanged = "group_changed"
 	EventOfflinePush  = "offline_push"
+	// EventMessageReported: a user filed a report (POST /msg/report).
+	EventMessageReported = "message_reported"
 
 	OnErrorAllow  = "allow"
 	OnErrorReject = "reject"
@@ -351,6 +404,7 @@ func (w *Webhooks) EventURL(event string) string {
 	own := map[string]string{
 		EventBeforeSend: w.BeforeSend.URL, EventAfterSend: w.AfterSend.URL, EventUserOnline: w.UserOnline.URL,
 		EventUserOffline: w.UserOffline.URL, EventGroupChanged: w.GroupChanged.URL, EventOfflinePush: w.OfflinePush.URL,
+		EventMessageReported: w.MessageReported.URL,
 	}[event]
 	if own != "" {
 		return own
@@ -491,6 +545,9 @@ type Save struct {
 	// BatchWait is how long a save batch that finds no other being saved
 	// waits for the other shards' batches to join it (until BatchSize
 	// messages wait); see docs/pipeline.md, "Save batches across shards".
+	// 0 (the default): no wait — a lone batch is saved at once and the
+	// batches that arrive during a save go together when it commits
+	// (leader/follower group commit).
 	BatchWait time.Duration `koanf:"batch_wait"`
 	// MaxAttempts is how many times an entry is tried before it is dead-lettered.
 	MaxAttempts int `koanf:"max_attempts"`
@@ -775,6 +832,13 @@ type Limits struct {
 	// happen count (not users already members, nor adds their
 	// group_invites refuses). The server API is not counted.
 	GroupAdded Rate `koanf:"group_added"`
+	// Export counts one user's data exports (GET /user/export); the
+	// server API's exports are not counted.
+	Export Rate `koanf:"export"`
+	// Report counts one user's message reports (POST /msg/report, WS
+	// 1113), on every instance. A repeated report of the same message
+	// counts too.
+	Report Rate `koanf:"report"`
 }
 
 // DeadLetters is the repeat-offender limit: Count dead-lettered messages
@@ -894,7 +958,7 @@ func Default() Config {
 			Names: DefaultStreamNames(),
 		},
 		Save: Save{
-			BatchSize: 256, BatchWait: 2 * time.Millisecond, MaxAttempts: 8,
+			BatchSize: 256, BatchWait: 0, MaxAttempts: 8,
 			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second,
 		},
 		Seq: Seq{LeaseBlock: 100},
@@ -938,7 +1002,11 @@ func Default() Config {
 			GroupInvite:  Rate{Rate: 500, Period: time.Hour, Burst: 500},
 			GroupAdded:   Rate{Rate: 30, Period: time.Hour, Burst: 30},
 			Search:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
+			Export:       Rate{Rate: 3, Period: time.Hour, Burst: 3},
+			Report:       Rate{Rate: 20, Period: time.Hour, Burst: 10},
 		},
-		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
+		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500},
+		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
+		Moderation: Moderation{Action: ModerationRefuse},
 	}
 }

@@ -35,7 +35,7 @@ func TestSampleYAMLDocumentsEveryKeyWithItsDefault(t *testing.T) {
 		t.Errorf("redis.addrs = %v", cfg.Redis.Addrs)
 	}
 	cfg.Redis.Addrs = nil
-	for _, l := range []*[]string{&cfg.HTTP.CORS.AllowedOrigins, &cfg.ServerAPI.Keys, &cfg.Webhooks.Events} {
+	for _, l := range []*[]string{&cfg.HTTP.CORS.AllowedOrigins, &cfg.ServerAPI.Keys, &cfg.Webhooks.Events, &cfg.Moderation.BlockedWords} {
 		if len(*l) == 0 {
 			*l = nil
 		}

@@ -151,7 +151,7 @@ func (c *Config) Validate() error {
 		{c.Auth.ExternalJWT.PlatformClaim != "", "auth.external_jwt.platform_claim", "must not be empty"},
 		{c.Auth.ExternalJWT.DefaultPlatform >= 0 && c.Auth.ExternalJWT.DefaultPlatform <= 9, "auth.external_jwt.default_platform", "must be 0 (claim required) or a platform id 1–9"},
 		{c.Auth.ExternalJWT.Leeway >= 0, "auth.external_jwt.leeway", "must be >= 0"},
-		{knownEvents(c.Webhooks.Events), "webhooks.events", "allowed: before_send, after_send, user_online, user_offline, group_changed, offline_push"},
+		{knownEvents(c.Webhooks.Events), "webhooks.events", "allowed: before_send, after_send, user_online, user_offline, group_changed, offline_push, message_reported"},
 		{len(c.Webhooks.Events) == 0 || len(c.Webhooks.Secret) >= 16, "webhooks.secret", "must be at least 16 characters when webhooks.events is set"},
 		{eventsHaveURLs(&c.Webhooks), "webhooks.url", "every event in webhooks.events needs webhooks.url or its own url"},
 		{c.Webhooks.Timeout > 0, "webhooks.timeout", "must be > 0"},
@@ -185,6 +185,11 @@ func (c *Config) Validate() error {
 		{c.Push.WebPush.VAPIDPublicKey == "" || strings.HasPrefix(c.Push.WebPush.Subject, "mailto:") || strings.HasPrefix(c.Push.WebPush.Subject, "https://"),
 			"push.webpush.subject", "must be a mailto: or https:// contact"},
 		{c.Search.IndexBatch >= 1, "search.index_batch", "must be >= 1"},
+		{c.Retention.MaxAge == 0 || c.Retention.MaxAge >= time.Minute, "retention.max_age", "must be 0 (off) or >= 1m"},
+		{c.Retention.CleanInterval >= time.Second, "retention.clean_interval", "must be >= 1s"},
+		{c.Retention.CleanBatch >= 1 && c.Retention.CleanBatch <= 10000, "retention.clean_batch", "must be 1–10000"},
+		{oneOf(c.Moderation.Action, ModerationRefuse, ModerationMask), "moderation.action", "allowed: refuse, mask"},
+		{c.Search.IndexWait >= 0, "search.index_wait", "must be >= 0"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.DeadLetters.Count == 0 || c.Limits.DeadLetters.Count > 0 && c.Limits.DeadLetters.Window > 0 && c.Limits.DeadLetters.Block > 0,
@@ -194,7 +199,8 @@ func (c *Config) Validate() error {
 		key string
 		r   Rate
 	}{{"limits.login_ip", c.Limits.LoginIP}, {"limits.login_account", c.Limits.LoginAccount}, {"limits.register_ip", c.Limits.RegisterIP},
-		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search}} {
+		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search}, {"limits.export", c.Limits.Export},
+		{"limits.report", c.Limits.Report}} {
 		checks = append(checks, struct {
 			ok       bool
 			key, msg string
@@ -206,6 +212,9 @@ func (c *Config) Validate() error {
 		if !ch.ok {
 			errs = append(errs, errKey{ch.key, ch.msg})
 		}
+	}
+	if _, err := c.Moderation.Words(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
@@ -262,7 +271,7 @@ func allLen(vs []string, n int) bool {
 
 func knownEvents(events []string) bool {
 	for _, e := range events {
-		if !oneOf(e, EventBeforeSend, EventAfterSend, EventUserOnline, EventUserOffline, EventGroupChanged, EventOfflinePush) {
+		if !oneOf(e, EventBeforeSend, EventAfterSend, EventUserOnline, EventUserOffline, EventGroupChanged, EventOfflinePush, EventMessageReported) {
 			return false
 		}
 	}

@@ -21,6 +21,11 @@ var (
 	// they blocked the caller, or their dm_policy or group_invites refuses
 	// them; one answer for all, so a block is not revealed.
 	ErrBlocked = errors.New("blocked")
+	// ErrBlockedWord: the text holds a word of the operator's word filter
+	// (moderation.blocked_words with moderation.action refuse).
+	ErrBlockedWord = errors.New("blocked word")
+	// ErrReportNotFound: no message report has this id.
+	ErrReportNotFound = errors.New("report not found")
 	// ErrUserExists: the user_id is taken.
 	ErrUserExists = errors.New("user already exists")
 	// ErrDuplicate: a unique key rejected a row (MySQL 1062, SQLite UNIQUE).

@@ -31,6 +31,21 @@ var migrations = []migration{
 	{8, "deployment: the database's identity and the Redis key prefix it belongs to", migrateDeployment},
 	{9, "users.dm_policy, user_blocks (who may write to a user)", migrateBlocks},
 	{10, "groups.muted, group_members.mute_until (group moderation)", migrateGroupMutes},
+	{11, "message_reports (reports of messages, docs/moderation.md)", migrateReports},
+	{15, "deleted_users, conversation_retention, conversations.cleared_seq (data rights)", migratePrivacy},
+}
+
+// migrateReports is migration 11 (docs/moderation.md, "Reports"): the
+// message_reports table.
+func migrateReports(tx *gorm.DB, _ Dialect) error {
+	m := tx.Migrator()
+	if m.HasTable(&reportRow{}) {
+		return nil
+	}
+	if err := m.CreateTable(&reportRow{}); err != nil {
+		return fmt.Errorf("create message_reports: %w", err)
+	}
+	return nil
 }
 
 // migrateGroupMutes is migration 10 (docs/moderation.md): groups.muted

@@ -22,6 +22,12 @@ type RedisMetrics struct {
 	redirects *prometheus.CounterVec
 	dials     *prometheus.CounterVec
 	failovers prometheus.Counter
+	// commands counts what is sent, by command name: with the stages'
+	// message counter it gives Redis calls per message (docs/pipeline.md,
+	// Observability).
+	commands *prometheus.CounterVec
+	cmdMu    sync.RWMutex
+	cmdByNm  map[string]prometheus.Counter
 
 	mu     sync.Mutex
 	master string // sentinel: the last master dialled
@@ -44,6 +50,11 @@ func NewRedisMetrics(reg prometheus.Registerer, mode string) *RedisMetrics {
 			Namespace: "nexo", Subsystem: "redis", Name: "dials_total",
 			Help: "New connections opened per server; a burst after errors is a reconnect.",
 		}, []string{"node", "result"}),
+		commands: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nexo", Subsystem: "redis", Name: "commands_total",
+			Help: "Redis commands sent, by command (evalsha, xreadgroup, xack, ...); a pipeline counts each of its commands, a script call counts once (what it runs inside Redis is in INFO commandstats).",
+		}, []string{"command"}),
+		cmdByNm: map[string]prometheus.Counter{},
 		failovers: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nexo", Subsystem: "redis", Name: "master_changes_total",
 			Help: "Sentinel mode: master changes seen (the master the sentinels name moved to another address). Cluster mode counts slot moves in redirects_total.",
@@ -55,7 +66,7 @@ func NewRedisMetrics(reg prometheus.Registerer, mode string) *RedisMetrics {
 			Help: "Always 1; the mode label is redis.mode (standalone, cluster, sentinel).",
 		}, []string{"mode"})
 		info.WithLabelValues(mode).Set(1)
-		reg.MustRegister(m.errors, m.redirects, m.dials, m.failovers, info)
+		reg.MustRegister(m.errors, m.redirects, m.dials, m.failovers, m.commands, info)
 	}
 	return m
 }
@@ -122,6 +133,7 @@ func (h nodeHook) DialHook(next redis.DialHook) redis.DialHook {
 
 func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.m.countCommand(cmd)
 		err := next(ctx, cmd)
 		if !expectedError(cmd, err) {
 			h.record(err)
@@ -132,6 +144,9 @@ func (h nodeHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 
 func (h nodeHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
 	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			h.m.countCommand(c)
+		}
 		err := next(ctx, cmds)
 		if err != nil {
 			for _, c := range cmds {
@@ -188,6 +203,25 @@ func (h nodeHook) record(err error) {
 	if kind == "moved" || kind == "ask" {
 		h.m.redirects.WithLabelValues(kind).Inc()
 	}
+}
+
+// countCommand counts cmd under its name. The counters are kept per name
+// so the hot path is a read-locked map look-up and an atomic add.
+func (m *RedisMetrics) countCommand(cmd redis.Cmder) {
+	if m == nil {
+		return
+	}
+	name := cmd.Name()
+	m.cmdMu.RLock()
+	c, ok := m.cmdByNm[name]
+	m.cmdMu.RUnlock()
+	if !ok {
+		c = m.commands.WithLabelValues(name)
+		m.cmdMu.Lock()
+		m.cmdByNm[name] = c
+		m.cmdMu.Unlock()
+	}
+	c.Inc()
 }
 
 // sawMaster counts a master change when the sentinel-discovered master

@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/store"
@@ -68,5 +69,58 @@ func TestRedisErrorsCountOnlyFailures(t *testing.T) {
 				t.Fatalf("series: %d, %v", got, err)
 			}
 		})
+	}
+}
+
+// TestRedisCommandsCountedByName: nexo_redis_commands_total counts every
+// command sent under its name, each command of a pipeline on its own.
+func TestRedisCommandsCountedByName(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	rdb, err := store.NewRedisClient(configs.Redis{Mode: configs.RedisStandalone, Addr: storetest.RedisAddr(t), PoolSize: 2},
+		store.NewRedisMetrics(reg, configs.RedisStandalone))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	key := fmt.Sprintf("nexo-test:hookcmds:%d", time.Now().UnixNano())
+	t.Cleanup(func() { rdb.Del(context.Background(), key) })
+	count := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "nexo_redis_commands_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "command" && l.GetValue() == name {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	before := count("incr")
+	if err := rdb.Incr(ctx, key).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+		p.Incr(ctx, key)
+		p.Incr(ctx, key)
+		p.Get(ctx, key)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := count("incr") - before; got != 3 {
+		t.Fatalf("incr counted %v times, want 3", got)
+	}
+	if count("get") < 1 {
+		t.Fatal("get in a pipeline not counted")
 	}
 }

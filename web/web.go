@@ -18,6 +18,8 @@ import (
 	"sort"
 
 	"github.com/cloudwego/hertz/pkg/app"
+
+	sdkjs "github.com/nexo-im/nexo/sdk/js"
 )
 
 //go:embed static
@@ -31,6 +33,11 @@ type Router interface {
 // AssetPrefix is the path under which every static file except the page
 // itself is served: GET /assets/{file}.
 const AssetPrefix = "/assets/"
+
+// sdkDir is the folder under AssetPrefix that serves the JavaScript SDK's
+// modules (sdk/js/src, embedded by package sdkjs): the web client imports
+// /assets/sdk/index.js, so the protocol lives in one place.
+const sdkDir = "sdk/"
 
 // indexFile is the page served at GET /.
 const indexFile = "index.html"
@@ -107,6 +114,18 @@ func load() (map[string]asset, error) {
 	})
 	if err != nil {
 		return nil, err
+	}
+	sdkFiles, err := fs.ReadDir(sdkjs.Src, "src")
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range sdkFiles {
+		body, err := fs.ReadFile(sdkjs.Src, "src/"+f.Name())
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256(body)
+		assets[sdkDir+f.Name()] = asset{body: body, contentType: contentType(f.Name()), etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 	}
 	if _, ok := assets[indexFile]; !ok {
 		return nil, fmt.Errorf("static/%s is missing", indexFile)

@@ -1,7 +1,9 @@
 package web
 
 import (
+	"bytes"
 	"io/fs"
+	"os"
 	"regexp"
 	"slices"
 	"sort"
@@ -63,6 +65,7 @@ func TestAssetsAnswerWithTypeCachingAndPolicy(t *testing.T) {
 		{"/assets/main.js", "text/javascript; charset=utf-8", "import"},
 		{"/assets/client.js", "text/javascript; charset=utf-8", "export class Client"},
 		{"/assets/app.css", "text/css; charset=utf-8", ":root"},
+		{"/assets/sdk/index.js", "text/javascript; charset=utf-8", "export { NexoClient"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.path, func(t *testing.T) {
@@ -129,5 +132,29 @@ func TestNoExternalRequests(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestServesTheSDKAsIs: every module of sdk/js/src is served at
+// /assets/sdk/{file} with the bytes on disk (the embed is the source, not
+// a copy that could go stale).
+func TestServesTheSDKAsIs(t *testing.T) {
+	r := newRouter(t)
+	files, err := os.ReadDir("../sdk/js/src")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) == 0 {
+		t.Fatal("sdk/js/src is empty")
+	}
+	for _, f := range files {
+		want, err := os.ReadFile("../sdk/js/src/" + f.Name())
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := ut.PerformRequest(r.h.Engine, "GET", AssetPrefix+sdkDir+f.Name(), nil).Result()
+		if res.StatusCode() != 200 || !bytes.Equal(res.Body(), want) {
+			t.Errorf("%s%s%s: status %d, %d bytes; want 200 and the %d bytes of sdk/js/src/%s", AssetPrefix, sdkDir, f.Name(), res.StatusCode(), len(res.Body()), len(want), f.Name())
+		}
 	}
 }

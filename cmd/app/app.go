@@ -30,7 +30,9 @@ import (
 	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
+	"github.com/nexo-im/nexo/services/moderation"
 	"github.com/nexo-im/nexo/services/presence"
+	"github.com/nexo-im/nexo/services/privacy"
 	"github.com/nexo-im/nexo/services/push"
 	"github.com/nexo-im/nexo/services/search"
 	"github.com/nexo-im/nexo/services/sync"
@@ -72,6 +74,11 @@ type App struct {
 	// check every send path, typing and the account service share.
 	blocks *store.BlockRepo
 	dmGate *account.DMGate
+	// words is the word filter (moderation.*), shared by the account,
+	// chat and group services and reloaded by SetModeration (SIGHUP).
+	words *moderation.Filter
+	// reports is the message report service (buildReports).
+	reports *moderation.Reports
 
 	passwords *auth.Passwords
 	issuer    *auth.Issuer
@@ -113,6 +120,10 @@ type App struct {
 	// Integration: set by buildMessaging and buildIntegration.
 	chat   *chat.Service
 	groups *group.Service
+	// privacy is account deletion, export, retention and clearing;
+	// cleaner its retention sweeper (cmd/app/privacy.go).
+	privacy *privacy.Service
+	cleaner *privacy.Cleaner
 	// search is message, user and group search; nil when search.enabled is off.
 	search   *search.Service
 	members  *group.Members
@@ -317,10 +328,13 @@ func (a *App) buildAuth(context.Context) error {
 	a.users = store.NewUserRepo(a.db)
 	a.blocks = store.NewBlockRepo(a.db)
 	a.dmGate = account.NewDMGate(a.users, a.blocks, store.NewContacts(a.db), account.DefaultDMGateTTL)
+	var err error
+	if a.words, err = moderation.NewFilter(a.cfg.Moderation); err != nil {
+		return err
+	}
 	a.tokens = store.NewTokens(a.rdb, a.keys)
 	a.limiter = limits.New(a.rdb, a.cfg.Redis.KeyPrefix, a.metrics, a.log)
 	a.userLimit = limits.NewUserRequests(a.limiter, a.cfg.WS.RateLimit, a.cfg.WS.RateBurst)
-	var err error
 	if a.passwords, err = auth.NewPasswords(a.cfg.Auth.BcryptCost); err != nil {
 		return err
 	}
@@ -374,7 +388,7 @@ func (a *App) buildGateway(context.Context) error {
 	a.accounts = account.NewService(account.Deps{
 		Users: a.users, Contacts: store.NewContacts(a.db), Blocks: a.blocks, Gate: a.dmGate, Passwords: a.passwords, Tokens: auth.AccountTokens{Issuer: a.issuer}, Store: a.tokens,
 		Sessions: hubSessions{a}, Limits: limits.NewAccounts(a.limiter, a.cfg.Limits), Auth: a.cfg.Auth,
-		RegistrationClosed: !a.cfg.RegistrationIsOpen(), Devices: pushDevices{a},
+		RegistrationClosed: !a.cfg.RegistrationIsOpen(), Words: a.words, Devices: pushDevices{a},
 	})
 	routes.Account(a.server, a.accounts, a.cfg.HTTP.MaxBodyBytes, a.log)
 	a.add(component{name: "http", run: a.server.Run, stop: func(context.Context) error {

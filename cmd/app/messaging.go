@@ -177,17 +177,18 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
 		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook, pushHook), DeadSenders: deadSenders,
-		DM: a.dmGate,
+		DM: a.dmGate, Words: a.words,
 	})
 	inflight := streams.NewInFlightReader(a.rdb, keys)
 	puller := chat.NewPuller(msgs, seqs, members, inflight)
 	routes.NewChat(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
+	a.buildReports(puller, msgs, hooks)
 
 	a.chat, a.members = svc, members
 	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,
 		Shared: store.NewContacts(a.db), Blocks: a.blocks, Added: limits.NewAdded(a.limiter, limits.Rule{Rate: a.cfg.Limits.GroupAdded.Rate,
 			Period: a.cfg.Limits.GroupAdded.Period, Burst: a.cfg.Limits.GroupAdded.Burst}),
-		Locks: groupCache, Notifier: svc, Log: a.log, Registry: a.metrics})
+		Locks: groupCache, Notifier: svc, Log: a.log, Registry: a.metrics, Words: a.words})
 	invites := limits.NewInvites(a.limiter, limits.Rule{Rate: a.cfg.Limits.GroupInvite.Rate,
 		Period: a.cfg.Limits.GroupInvite.Period, Burst: a.cfg.Limits.GroupInvite.Burst})
 	routes.Group(a.server, groupSvc, a.cfg.HTTP.MaxBodyBytes, invites, a.log)
@@ -208,6 +209,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	a.resender = sync.NewResender(sync.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
 		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log, Audit: audit})
 
+	a.buildPrivacy(access, members, puller)
 	a.buildIntegration(hooks, members, convRepo)
 	if err := a.buildPush(ctx, members, convRepo); err != nil {
 		return err

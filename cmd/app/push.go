@@ -132,3 +132,8 @@ func (p pushDevices) ForgetUser(ctx context.Context, userID string) error {
 	}
 	return p.a.push.ForgetUser(ctx, userID)
 }
+
+// RemoveUserDevices implements privacy.Devices (account deletion).
+func (p pushDevices) RemoveUserDevices(ctx context.Context, userID string) error {
+	return p.ForgetUser(ctx, userID)
+}

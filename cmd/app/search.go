@@ -59,7 +59,7 @@ func (a *App) buildSearch(ctx context.Context) (*search.Service, afterSave, erro
 		return nil, nil, err
 	}
 	keys := search.NewKeys(a.cfg.Redis.KeyPrefix)
-	indexer := search.NewIndexer(a.rdb, keys, repo, a.consumerName(), a.cfg.Search.IndexBatch, a.log)
+	indexer := search.NewIndexer(a.rdb, keys, repo, a.consumerName(), a.cfg.Search.IndexBatch, a.cfg.Search.IndexWait, a.log)
 	if err := indexer.EnsureGroup(ctx); err != nil {
 		return nil, nil, err
 	}

@@ -54,10 +54,17 @@ func freePort(t *testing.T) int {
 // (a restart first waits out its own stale heartbeat: up to the TTL).
 func startProc(t *testing.T, bin, id string, env []string) *nexoProc {
 	t.Helper()
+	return startProcArgs(t, bin, id, env)
+}
+
+// startProcArgs is startProc with global flags before serve (e.g.
+// --config PATH).
+func startProcArgs(t *testing.T, bin, id string, env []string, args ...string) *nexoProc {
+	t.Helper()
 	port := freePort(t)
 	p := &nexoProc{id: id, base: fmt.Sprintf("http://127.0.0.1:%d", port), out: &storetest.LogBuffer{}, exited: make(chan struct{}),
 		env: append(slices.Clone(env), fmt.Sprintf("NEXO_HTTP_ADDR=127.0.0.1:%d", port), "NEXO_CLUSTER_INSTANCE_ID="+id)}
-	p.cmd = exec.Command(bin, "serve")
+	p.cmd = exec.Command(bin, append(slices.Clone(args), "serve")...)
 	p.cmd.Env = append(os.Environ(), p.env...)
 	p.cmd.Stdout, p.cmd.Stderr = p.out, p.out
 	if err := p.cmd.Start(); err != nil {

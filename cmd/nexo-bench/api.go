@@ -279,6 +279,8 @@ func (a *api) serverMemory(ctx context.Context) (m serverMem, ok bool) {
 		switch name {
 		case "process_resident_memory_bytes":
 			m.RSS, found = int64(v), true
+		case "process_cpu_seconds_total":
+			m.CPUSeconds = v
 		case "go_memstats_heap_inuse_bytes":
 			m.HeapInuse = int64(v)
 		case "go_memstats_stack_inuse_bytes":
@@ -296,6 +298,8 @@ type serverMem struct {
 	HeapInuse  int64 `json:"heap_inuse_bytes"`
 	StackInuse int64 `json:"stack_inuse_bytes"`
 	Goroutines int64 `json:"goroutines"`
+	// CPUSeconds is the process's CPU time so far (process_cpu_seconds_total).
+	CPUSeconds float64 `json:"cpu_seconds,omitempty"`
 }
 
 // metricSeries scrapes /metrics for every series whose name starts with

@@ -25,9 +25,33 @@ var headlines = []headline{
 	{"lag_p99_ms", "accepted→saved p99 ms", func(r *Result) float64 { return r.Latency.Lag.P99 }, false},
 	{"delivery_p99_ms", "delivery p99 ms", func(r *Result) float64 { return r.Latency.Delivery.P99 }, false},
 	{"delivery_p999_ms", "delivery p99.9 ms", func(r *Result) float64 { return r.Latency.Delivery.P999 }, false},
+	{"searchable_p99_ms", "searchable after ACK(saved) p99 ms", func(r *Result) float64 { return r.Latency.Searchable.P99 }, false},
 	{"failures", "correctness failures", func(r *Result) float64 { return float64(r.Correctness.failures() + sumErrors(r.Errors)) }, false},
+	{"server_cpu_ms_per_msg", "server CPU-ms per message", func(r *Result) float64 { return cpuMsPer(r, r.Usage.ServerCores, r.Counts.Messages) }, false},
+	{"cpu_ms_per_msg", "server+Redis+MariaDB CPU-ms per message", func(r *Result) float64 { return cpuMsPer(r, allCores(r), r.Counts.Messages) }, false},
+	{"cpu_ms_per_delivery", "server+Redis+MariaDB CPU-ms per delivery", func(r *Result) float64 { return cpuMsPer(r, allCores(r), r.Counts.Delivered) }, false},
+	{"server_rss_mb", "server RSS MB (end of sending)", func(r *Result) float64 { return round1(float64(r.Usage.ServerRSSBytes) / 1e6) }, false},
 	{"process_cores", "bench process CPU (cores)", func(r *Result) float64 { return r.Usage.ProcessCores }, true},
 	{"other_cores", "other processes' CPU (cores)", func(r *Result) float64 { return r.Usage.OtherCores }, true},
+}
+
+// allCores is the server's, Redis's and MariaDB's CPU per wall second
+// over the sending phase; 0 when the server does not report its own.
+func allCores(r *Result) float64 {
+	if r.Usage.ServerCores == 0 {
+		return 0
+	}
+	return r.Usage.ServerCores + r.Usage.RedisCores + r.Usage.MySQLCores
+}
+
+// cpuMsPer spreads cores over the sending phase across n events (messages
+// or deliveries, warm-up included as the phase is): CPU milliseconds
+// each; 0 when unknown.
+func cpuMsPer(r *Result, cores float64, n int64) float64 {
+	if cores == 0 || n == 0 || r.Usage.Seconds == 0 {
+		return 0
+	}
+	return round3(cores * r.Usage.Seconds * 1000 / float64(n))
 }
 
 // CompareSide is one configuration of a comparison.
@@ -48,6 +72,17 @@ type CompareResult struct {
 	A      CompareSide        `json:"a"`
 	B      CompareSide        `json:"b"`
 	Ratios map[string]float64 `json:"ratios_b_over_a"`
+	// Targets are the figures a comparison against a baseline build is
+	// held to (suite steps baseline-*), each met or not.
+	Targets []Goal `json:"targets,omitempty"`
+}
+
+// Goal is one target of a comparison, with the figure measured.
+type Goal struct {
+	Name string `json:"name"`
+	Want string `json:"want"`
+	Got  string `json:"got"`
+	Met  bool   `json:"met"`
 }
 
 // runCompare alternates runs A, B, A, B ... (o.Repeat each) so that drift
@@ -135,4 +170,14 @@ func writeCompare(w io.Writer, c *CompareResult) {
 		fmt.Fprintf(tw, "   %s\t%.3f\t%.3f\t%s\t\n", h.name, c.A.Median[h.key], c.B.Median[h.key], ratio)
 	}
 	tw.Flush()
+	if len(c.Targets) > 0 {
+		fmt.Fprintf(w, "   targets (A = baseline, B = candidate):\n")
+		for _, g := range c.Targets {
+			mark := "✗"
+			if g.Met {
+				mark = "✓"
+			}
+			fmt.Fprintf(w, "   %s %s: want %s, got %s\n", mark, g.Name, g.Want, g.Got)
+		}
+	}
 }

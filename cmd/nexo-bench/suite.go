@@ -58,9 +58,11 @@ type suite struct {
 	so        serverOptions // how srv was started: steps with a server of their own reuse it
 	pairRate  float64       // --pair-rate
 	hookBatch int           // --webhook-batch
-	stdout    io.Writer
-	log       io.Writer
-	index     SuiteIndex
+	// baselineURL and candidateURL: the baseline-* steps (baseline.go).
+	baselineURL, candidateURL string
+	stdout                    io.Writer
+	log                       io.Writer
+	index                     SuiteIndex
 }
 
 // base returns the run flags' defaults with the suite's common settings.
@@ -90,6 +92,8 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	only := fs.String("only", "", "comma-separated step names to run (default: all; see docs/bench/README.md)")
 	pairRate := fs.Float64("pair-rate", 5000, "msg/s of the steps that compare two servers (webhooks-5k, redis-cluster-5k, limits-5k): their issues name 5,000; a lower rate shows the cost below saturation")
 	hookBatch := fs.Int("webhook-batch", 128, "webhooks.batch_size of the webhooks-5k step's server (1: one POST per event, the default of webhooks.batch_size)")
+	baselineURL := fs.String("baseline-url", "", "a baseline build's deployment (e.g. main before a change, as `nexo serve`): adds the baseline-* steps, which compare it (A) with --candidate-url (B) against the light-load, group and memory targets")
+	candidateURL := fs.String("candidate-url", "", "the candidate build's deployment for the baseline-* steps (default: the suite's in-process server, whose CPU then includes the load generator)")
 	quietFor := fs.Duration("wait-quiet", 30*time.Second, "before each step, wait up to this long for the shared machine to be under 20% busy (0 = do not wait)")
 	var so serverOptions
 	so.register(fs)
@@ -107,7 +111,8 @@ func suiteCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer srv.Close()
-	s := &suite{dir: *dir, quick: *quick, srv: srv, so: so, stdout: stdout, log: stderr, quietFor: *quietFor, pairRate: *pairRate, hookBatch: *hookBatch}
+	s := &suite{dir: *dir, quick: *quick, srv: srv, so: so, stdout: stdout, log: stderr, quietFor: *quietFor, pairRate: *pairRate, hookBatch: *hookBatch,
+		baselineURL: *baselineURL, candidateURL: *candidateURL}
 	s.index = SuiteIndex{Tool: "nexo-bench", Schema: 1, StartedAt: time.Now().UTC().Format(time.RFC3339),
 		Command: "nexo-bench suite " + strings.Join(args, " "), Quick: *quick, Machine: machine()}
 	started := time.Now()
@@ -228,6 +233,10 @@ func (s *suite) steps() []suiteStep {
 			}},
 		suiteStep{"webhooks-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: webhooks off (A) vs after_send and offline_push to a localhost receiver (B), 3 runs each",
 			func(ctx context.Context) (SuiteEntry, error) { return s.webhooks(ctx, "webhooks-5k") }},
+		suiteStep{"search-1k", "single chat, 50 pairs, 1,000 msg/s, one message in 50 searched for after its ACK(saved): searchable p99 within 1 s",
+			func(ctx context.Context) (SuiteEntry, error) { return s.searchable(ctx, "search-1k") }},
+		suiteStep{"search-cost", "50 pairs, closed loop until ACK(saved), 10 s: search on (A) vs off (B), 3 runs each: saved msg/s on ≥ 0.9× off",
+			func(ctx context.Context) (SuiteEntry, error) { return s.searchCost(ctx, "search-cost") }},
 		suiteStep{"redis-cluster-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: Redis standalone (A) vs a 3-master Redis Cluster with a replica each (B), 3 runs each",
 			func(ctx context.Context) (SuiteEntry, error) { return s.redisCluster(ctx, "redis-cluster-5k") }},
 		suiteStep{"limits-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: per-user send limit off (A) vs the default 100/s (B), 3 runs each",
@@ -241,7 +250,7 @@ func (s *suite) steps() []suiteStep {
 				return s.run(ctx, "reconnect", &o)
 			}},
 	)
-	return steps
+	return append(steps, s.baselineSteps()...)
 }
 
 func (s *suite) files(name string) (string, string, SuiteEntry) {

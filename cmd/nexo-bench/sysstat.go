@@ -25,6 +25,41 @@ type cpuSample struct {
 // clockTicks is USER_HZ, the unit of /proc/<pid>/stat times on Linux.
 const clockTicks = 100
 
+// serverCPU is the CPU time of the Redis or MariaDB servers: the processes
+// listed in the environment variable env (comma-separated PIDs), when set —
+// on a machine whose other Redis and MariaDB servers serve other work, the
+// ones the servers under test use — else every process named one of names.
+func serverCPU(env string, names ...string) time.Duration {
+	list := os.Getenv(env)
+	if list == "" {
+		return procCPU(names...)
+	}
+	var total time.Duration
+	for _, pid := range strings.Split(list, ",") {
+		if pid = strings.TrimSpace(pid); pid != "" {
+			total += pidCPU(pid)
+		}
+	}
+	return total
+}
+
+// pidCPU is the CPU time (utime + stime) of process pid; 0 if it is gone.
+func pidCPU(pid string) time.Duration {
+	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		return 0
+	}
+	// Fields after the parenthesised comm: state is field 3, utime 14, stime 15.
+	_, rest, ok := strings.Cut(string(stat), ") ")
+	f := strings.Fields(rest)
+	if !ok || len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseUint(f[11], 10, 64)
+	st, _ := strconv.ParseUint(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / clockTicks
+}
+
 // procCPU sums the CPU time of the processes whose comm is one of names.
 func procCPU(names ...string) time.Duration {
 	dirs, err := os.ReadDir("/proc")
@@ -48,19 +83,7 @@ func procCPU(names ...string) time.Duration {
 		if !match {
 			continue
 		}
-		stat, err := os.ReadFile("/proc/" + d.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised comm: state is field 3, utime 14, stime 15.
-		_, rest, ok := strings.Cut(string(stat), ") ")
-		f := strings.Fields(rest)
-		if !ok || len(f) < 13 {
-			continue
-		}
-		ut, _ := strconv.ParseUint(f[11], 10, 64)
-		st, _ := strconv.ParseUint(f[12], 10, 64)
-		total += time.Duration(ut+st) * time.Second / clockTicks
+		total += pidCPU(d.Name())
 	}
 	return total
 }
@@ -82,7 +105,7 @@ func sampleCPU() cpuSample {
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
 		s.self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 	}
-	s.redis, s.mysql = procCPU("redis-server"), procCPU("mariadbd", "mysqld")
+	s.redis, s.mysql = serverCPU("BENCH_REDIS_PIDS", "redis-server"), serverCPU("BENCH_MYSQL_PIDS", "mariadbd", "mysqld")
 	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
 		f := strings.Fields(string(b))
 		if len(f) > 0 {
@@ -108,6 +131,17 @@ type Usage struct {
 	OtherCores float64 `json:"other_cores"`
 	// Load1Start is the one-minute load average when the run started.
 	Load1Start float64 `json:"load1_start"`
+	// Seconds is the sending phase's wall time, which the cores above are
+	// averaged over.
+	Seconds float64 `json:"seconds,omitempty"`
+	// ServerCores is the server's own CPU time per wall second, from its
+	// /metrics process_cpu_seconds_total (the first --url; 0 when it does
+	// not report it). With --inprocess the server is this process, so the
+	// load generator is included.
+	ServerCores float64 `json:"server_cores,omitempty"`
+	// ServerRSSBytes is the server's resident memory at the end of the
+	// sending phase (process_resident_memory_bytes; 0: not reported).
+	ServerRSSBytes int64 `json:"server_rss_bytes,omitempty"`
 }
 
 func usageBetween(a, b cpuSample) Usage {
@@ -116,6 +150,7 @@ func usageBetween(a, b cpuSample) Usage {
 		u.MachineBusyPct = round1(float64(b.busy-a.busy) / float64(dt) * 100)
 	}
 	if wall := b.at.Sub(a.at); wall > 0 {
+		u.Seconds = round3(wall.Seconds())
 		cores := func(d time.Duration) float64 { return round3(float64(d) / float64(wall)) }
 		u.ProcessCores, u.RedisCores, u.MySQLCores = cores(b.self-a.self), cores(b.redis-a.redis), cores(b.mysql-a.mysql)
 		busy := u.MachineBusyPct / 100 * float64(runtime.NumCPU())

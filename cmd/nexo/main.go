@@ -236,8 +236,9 @@ type invocation struct {
 }
 
 // serveCmd runs the server until ctx is cancelled (SIGINT, SIGTERM). SIGHUP
-// reloads the configuration and applies the two-phase switches; a file that
-// no longer validates is logged and ignored.
+// reloads the configuration and applies the two-phase switches and the
+// word filter (moderation.*, its file read again); a file that no longer
+// validates is logged and ignored.
 //
 // Precedence of the two-phase switches (docs/pipeline.md "Switches"): the
 // environment beats the file at start and at every SIGHUP, and a process's
@@ -271,6 +272,9 @@ func serveCmd(ctx context.Context, inv invocation) error {
 					continue
 				}
 				a.SetMode(cfg.TwoPhase)
+				if err := a.SetModeration(cfg.Moderation); err != nil {
+					inv.logger.Error("SIGHUP: word filter not reloaded", "err", err)
+				}
 				warnPinnedSwitches(inv.logger, inv.environ)
 			}
 		}

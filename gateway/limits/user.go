@@ -118,3 +118,25 @@ func (s *Searches) AllowSearch(ctx context.Context, userID string) error {
 	}
 	return s.l.AllowN(ctx, KindSearch, userID, s.rule, 1)
 }
+
+// KindReport is the per-user report limit's name.
+const KindReport = "report"
+
+// Reports is the per-user limit on message reports (limits.report): every
+// POST /msg/report and WS 1113 counts one, on every instance.
+type Reports struct {
+	l    *Limiter
+	rule Rule
+}
+
+// NewReports returns the report limit; a rule with rate 0 disables it.
+func NewReports(l *Limiter, rule Rule) *Reports { return &Reports{l: l, rule: rule} }
+
+// AllowReport counts one report of userID: nil, or too_many_requests with
+// RetryAfter.
+func (r *Reports) AllowReport(ctx context.Context, userID string) error {
+	if r == nil || r.rule.Rate == 0 {
+		return nil
+	}
+	return r.l.AllowN(ctx, KindReport, userID, r.rule, 1)
+}

@@ -64,7 +64,7 @@ func (a *API) sendMessage(ctx context.Context, c *app.RequestContext) {
 		a.write(ctx, c, nil, err)
 		return
 	}
-	ack, err := a.d.Chat.Send(ctx, chat.Origin{UserID: sender}, req)
+	ack, err := a.d.Chat.Send(ctx, chat.Origin{UserID: sender, App: true}, req)
 	a.write(ctx, c, ack, err)
 }
 

@@ -51,6 +51,8 @@ const (
 	ReasonUserDisabled          Reason = "user_disabled"
 	ReasonMessageRejected       Reason = "message_rejected"
 	ReasonBlocked               Reason = "blocked"
+	ReasonBlockedWord           Reason = "blocked_word"
+	ReasonReportNotFound        Reason = "report_not_found"
 
 	ReasonPushEndpointInsecure    Reason = "push_endpoint_insecure"
 	ReasonPushSubscriptionInvalid Reason = "push_subscription_invalid"
@@ -97,10 +99,12 @@ var table = []Code{
 	{ReasonUserDisabled, 1220, 403},
 	{ReasonMessageRejected, 1221, 403},
 	{ReasonBlocked, 1222, 403},
+	{ReasonBlockedWord, 1260, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
 	{ReasonMessageNotFound, 1303, 404},
+	{ReasonReportNotFound, 1340, 404},
 	{ReasonPushDeviceNotFound, 1330, 404},
 	{ReasonUserExists, 1401, 409},
 	{ReasonTooManyRequests, 1429, 429},
@@ -146,6 +150,8 @@ var domainReasons = []struct {
 	{domain.ErrUserDisabled, ReasonUserDisabled},
 	{domain.ErrMessageRejected, ReasonMessageRejected},
 	{domain.ErrBlocked, ReasonBlocked},
+	{domain.ErrBlockedWord, ReasonBlockedWord},
+	{domain.ErrReportNotFound, ReasonReportNotFound},
 	{domain.ErrNotConversationMember, ReasonNotConversationMember},
 	{domain.ErrNotGroupMember, ReasonNotGroupMember},
 	{domain.ErrMemberNotActive, ReasonMemberNotActive},

@@ -143,16 +143,18 @@ func mustEncode(r wire.Response) Frame {
 // gateReasons close the connection after their 3001 (or 2002) frame; every
 // other reason answers one request and keeps the connection open. The list
 // is public API (docs/protocol.md, "Errors and disconnects").
+// too_many_requests is not one: a handler's own limit (typing, search,
+// reports, a repeat offender's sends) refuses that request only, as the
+// per-user request limit does.
 var gateReasons = map[wire.Reason]bool{
-	wire.ReasonUnauthorized:    true,
-	wire.ReasonTokenExpired:    true,
-	wire.ReasonSessionInvalid:  true,
-	wire.ReasonKicked:          true,
-	wire.ReasonTooManyRequests: true,
+	wire.ReasonUnauthorized:   true,
+	wire.ReasonTokenExpired:   true,
+	wire.ReasonSessionInvalid: true,
+	wire.ReasonKicked:         true,
 }
 
 // IsGateReason reports whether r closes the connection (unauthorized,
-// token_expired, session_invalid, kicked, too_many_requests).
+// token_expired, session_invalid, kicked).
 func IsGateReason(r wire.Reason) bool { return gateReasons[r] }
 
 // WebSocket close codes the server sends (RFC 6455 §7.4.1); the close

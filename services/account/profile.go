@@ -96,8 +96,12 @@ func (r *UpdateRequest) Validate() error {
 }
 
 // Update changes userID's own profile as req (validated) says and returns
-// the updated profile.
+// the updated profile; a nickname goes through the word filter first
+// (blocked_word, or masked).
 func (s *Service) Update(ctx context.Context, userID string, req UpdateRequest) (ProfileJSON, error) {
+	if err := s.filterNickname(req.Nickname); err != nil {
+		return ProfileJSON{}, err
+	}
 	u, err := s.users.Update(ctx, userID, store.UserUpdate{Nickname: req.Nickname, Avatar: req.Avatar, GroupInvites: req.GroupInvites, DMPolicy: req.DMPolicy})
 	if err != nil {
 		return ProfileJSON{}, err

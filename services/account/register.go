@@ -55,7 +55,8 @@ func (s *Service) RegistrationOpen() error {
 
 // Register creates the account of req (validated) for a client at ip; the
 // ID is a UUIDv7 when req has none. It counts against the registrations
-// of ip (too_many_requests), hashes the password in the hashing gate
+// of ip (too_many_requests), applies the word filter to the nickname
+// (blocked_word, or masked), hashes the password in the hashing gate
 // (server_busy when it is full) and returns domain.ErrUserExists for a
 // taken ID.
 func (s *Service) Register(ctx context.Context, ip string, req RegisterRequest) (RegisteredJSON, error) {
@@ -73,6 +74,11 @@ func (s *Service) Register(ctx context.Context, ip string, req RegisterRequest) 
 		if err := s.limits.AllowRegister(ctx, ip); err != nil {
 			return RegisteredJSON{}, err
 		}
+	}
+	// After the registration limit, so the word list cannot be probed
+	// through registrations faster than accounts can be made.
+	if err := s.filterNickname(&req.Nickname); err != nil {
+		return RegisteredJSON{}, err
 	}
 	var hash string
 	err := s.hashes.do(ctx, func() (err error) {

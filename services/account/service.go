@@ -109,6 +109,13 @@ type Contacts interface {
 	Shared(ctx context.Context, userID string, ids []string) (map[string]bool, error)
 }
 
+// WordFilter is the operator's word filter (moderation.Filter): the value
+// unchanged, masked (moderation.action mask) or a domain.ErrBlockedWord
+// error naming field (refuse).
+type WordFilter interface {
+	Check(field, s string) (string, error)
+}
+
 // Deps are the service's collaborators. Limits may be nil (no limits);
 // Contacts nil shows nobody another user's profile; every other interface
 // is required.
@@ -130,6 +137,10 @@ type Deps struct {
 	Auth configs.Auth
 	// RegistrationClosed refuses Register (auth.registration).
 	RegistrationClosed bool
+	// Words, when set, filters the nickname a user chooses at Register and
+	// Update; the server API's CreateUser and UpdateUser are exempt (the
+	// app decides, docs/moderation.md).
+	Words WordFilter
 	// Devices forgets push devices at logout and account deletion; nil
 	// when the built-in push is off.
 	Devices Devices
@@ -156,12 +167,26 @@ type Service struct {
 	hashes    *hashGate
 	closed    bool
 	devices   Devices
+	words     WordFilter
 }
 
 // NewService returns the service on d.
 func NewService(d Deps) *Service {
 	return &Service{users: d.Users, contacts: d.Contacts, blocks: d.Blocks, gate: d.Gate, passwords: d.Passwords, tokens: d.Tokens, store: d.Store, sessions: d.Sessions,
-		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed, devices: d.Devices}
+		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed, words: d.Words, devices: d.Devices}
+}
+
+// filterNickname applies the word filter to *nickname (nil: not given).
+func (s *Service) filterNickname(nickname *string) error {
+	if s.words == nil || nickname == nil {
+		return nil
+	}
+	v, err := s.words.Check("nickname", *nickname)
+	if err != nil {
+		return err
+	}
+	*nickname = v
+	return nil
 }
 
 // checkPlatform is the rule of a platform_id: an OpenIM platform number.

@@ -85,6 +85,14 @@ type SenderGate interface {
 	Blocked(sender string) time.Duration
 }
 
+// WordFilter is the operator's word filter (moderation.Filter): s
+// unchanged when it holds no blocked word, s masked under
+// moderation.action mask, or a domain.ErrBlockedWord error naming field
+// under refuse. It must not do I/O: it runs on every text send.
+type WordFilter interface {
+	Check(field, s string) (string, error)
+}
+
 // Fanout delivers a saved message off the request path (the synchronous
 // path's pushes).
 type Fanout interface {
@@ -98,6 +106,11 @@ type Origin struct {
 	UserID     string
 	ConnID     string // "" for HTTP
 	PlatformID int    // 0 when unknown (the server API sends for a user)
+	// App marks a send by the app's backend (the server API's
+	// /api/msg/send): the word filter does not apply, as the app decides
+	// what it sends (docs/moderation.md). Every rule of the person it
+	// sends as still holds.
+	App bool
 }
 
 // Service sends messages.
@@ -118,6 +131,7 @@ type Service struct {
 	after     AfterSave
 	offenders SenderGate
 	dm        DMGate
+	words     WordFilter
 
 	// fallbackSeqs: conversations that got seqs straight from the database
 	// while Redis was unreachable, with the highest such seq; the Redis
@@ -152,6 +166,10 @@ type Deps struct {
 	// accept (blocks, dm_policy), on every path: HTTP, WebSocket and the
 	// server API, synchronous and two-phase.
 	DM DMGate
+	// Words, when set, filters the text of user sends (101 and 106
+	// content.text, 110 content.custom's top-level search_text) on HTTP and
+	// WebSocket; the server API's sends (Origin.App) are exempt.
+	Words WordFilter
 }
 
 // NewService returns the message service.
@@ -160,7 +178,7 @@ func NewService(d Deps) *Service {
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
 		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
-		offenders: d.DeadSenders, dm: d.DM,
+		offenders: d.DeadSenders, dm: d.DM, words: d.Words,
 	}
 }
 
@@ -196,6 +214,14 @@ func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJS
 	}
 	if err := s.checkMentions(ctx, &m); err != nil {
 		return AckJSON{}, err
+	}
+	// The word filter runs before before_send: a refused message costs the
+	// app no call, and the app sees (and may still refuse or rewrite) the
+	// masked text. What before_send puts back is not filtered again.
+	if s.words != nil && !from.App {
+		if err := filterWords(s.words, &m); err != nil {
+			return AckJSON{}, err
+		}
 	}
 	if s.hook != nil {
 		if err := s.hook.BeforeSend(ctx, &m); err != nil {

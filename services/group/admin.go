@@ -129,8 +129,12 @@ func (s *Service) Dismiss(ctx context.Context, caller, groupID string) (GroupJSO
 // Update changes the group's name, introduction, avatar, join policy or
 // invite permission; the owner and admins may. Fields equal to the current value are not
 // changes; with none, nothing is announced. Errors: group_not_found,
-// group_dismissed, not_group_member / member_not_active, forbidden.
+// group_dismissed, not_group_member / member_not_active, forbidden,
+// blocked_word (a new name holding a filtered word; under mask it is masked).
 func (s *Service) Update(ctx context.Context, caller string, req UpdateRequest) (GroupJSON, error) {
+	if err := s.filterName(req.Name); err != nil {
+		return GroupJSON{}, err
+	}
 	var out GroupJSON
 	err := s.locked(ctx, req.GroupID, func(ctx context.Context) error {
 		g, _, err := s.authorize(ctx, req.GroupID, caller, domain.RoleAdmin, "only the owner and admins may update the group")

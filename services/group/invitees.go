@@ -13,11 +13,12 @@ import (
 
 // ForApp returns the service as the app's server API uses it: adds are not
 // counted against limits.group_added (the app's backend is trusted, as it
-// is for limits.group_invite); every other rule, group_invites included,
-// holds. It shares everything else with s.
+// is for limits.group_invite), and group names are not word-filtered (the
+// app decides what it names a group); every other rule, group_invites
+// included, holds. It shares everything else with s.
 func (s *Service) ForApp() *Service {
 	app := *s
-	app.added = nil
+	app.added, app.words = nil, nil
 	return &app
 }
 

@@ -23,8 +23,12 @@ import (
 // group.min_create_members. Everyone's join_seq is the seq of the creation
 // notification. Errors: bad_request (too few or too many users),
 // user_not_found (an unregistered member), blocked (a member whose
-// group_invites refuses caller, or who blocked caller), too_many_requests (limits.group_added).
+// group_invites refuses caller, or who blocked caller), too_many_requests (limits.group_added),
+// blocked_word (the name holds a filtered word; under mask it is masked).
 func (s *Service) Create(ctx context.Context, caller string, req CreateRequest) (GroupJSON, error) {
+	if err := s.filterName(&req.Name); err != nil {
+		return GroupJSON{}, err
+	}
 	others := distinct(req.MemberIDs, caller)
 	if n := len(others) + 1; n < s.cfg.MinCreateMembers {
 		return GroupJSON{}, domain.NewError(domain.ErrInvalidArgument, fmt.Sprintf("member_ids: a group needs at least %d distinct users including its creator (got %d); two people use single chat", s.cfg.MinCreateMembers, n))

@@ -102,6 +102,27 @@ type Service struct {
 	notifier Notifier
 	metrics  *serviceMetrics
 	log      *slog.Logger
+	words    WordFilter
+}
+
+// WordFilter is the operator's word filter (moderation.Filter): the value
+// unchanged, masked (moderation.action mask) or a domain.ErrBlockedWord
+// error naming field (refuse).
+type WordFilter interface {
+	Check(field, s string) (string, error)
+}
+
+// filterName applies the word filter to a group name (nil: not given).
+func (s *Service) filterName(name *string) error {
+	if s.words == nil || name == nil {
+		return nil
+	}
+	v, err := s.words.Check("name", *name)
+	if err != nil {
+		return err
+	}
+	*name = v
+	return nil
 }
 
 // Deps are the Service's collaborators; all are required except
@@ -120,12 +141,15 @@ type Deps struct {
 	Notifier Notifier
 	Log      *slog.Logger
 	Registry prometheus.Registerer
+	// Words, when set, filters group names at Create and Update; the
+	// service ForApp returns is exempt (docs/moderation.md).
+	Words WordFilter
 }
 
 // NewService returns the group management service.
 func NewService(d Deps) *Service {
 	return &Service{cfg: d.Config, groups: d.Groups, users: d.Users, shared: d.Shared, blocks: d.Blocks, added: d.Added, members: d.Members, locks: d.Locks,
-		notifier: d.Notifier, metrics: newServiceMetrics(d.Registry), log: d.Log}
+		notifier: d.Notifier, metrics: newServiceMetrics(d.Registry), log: d.Log, words: d.Words}
 }
 
 // locked runs fn under the group's management lock, waiting up to

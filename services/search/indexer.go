@@ -119,11 +119,13 @@ type Indexer struct {
 }
 
 // NewIndexer returns the stage; consumer is this instance's stable name,
-// batch the most entries one read takes (search.index_batch).
-func NewIndexer(rdb redis.UniversalClient, keys Keys, repo IndexWriter, consumer string, batch int, log *slog.Logger) *Indexer {
+// batch the most entries one read takes (search.index_batch), wait how long
+// it lets entries gather after a read that was not full
+// (search.index_wait; 0: none).
+func NewIndexer(rdb redis.UniversalClient, keys Keys, repo IndexWriter, consumer string, batch int, wait time.Duration, log *slog.Logger) *Indexer {
 	x := &Indexer{rdb: rdb, keys: keys, repo: repo, log: log}
 	x.consumer = streams.NewConsumer(rdb, streams.ConsumerConfig{
-		Stream: keys.Index, Group: Group, Consumer: consumer, Count: batch, Block: time.Second,
+		Stream: keys.Index, Group: Group, Consumer: consumer, Count: batch, Block: time.Second, Pace: wait,
 		ClaimMinIdle: 30 * time.Second, TrimInterval: time.Minute,
 		// Without MaxAttempts a failing database is retried until it is
 		// back: a message left out of the index is only found again by a

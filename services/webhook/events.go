@@ -125,6 +125,16 @@ func (e *Emitter) Emit(ctx context.Context, event string, data any) error {
 	return e.xadd(ctx, []EventJSON{{Event: event, ID: uuid.NewString(), TS: time.Now().UnixMilli(), Data: data}})
 }
 
+// EmitWithID appends one event whose ID the caller makes stable for what
+// it reports (e.g. "message_reported:<report_id>"), so a receiver can
+// deduplicate it; nothing when the event is disabled.
+func (e *Emitter) EmitWithID(ctx context.Context, event, id string, data any) error {
+	if !e.enabled[event] {
+		return nil
+	}
+	return e.xadd(ctx, []EventJSON{{Event: event, ID: id, TS: time.Now().UnixMilli(), Data: data}})
+}
+
 // AfterSave implements chat.AfterSave and the save stage's hook: after_send
 // for user messages, group_changed for group notifications, and offline
 // push for fresh ones. An error (Redis) makes the save stage retry the

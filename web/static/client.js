@@ -49,9 +49,9 @@ export class Client {
     this.conn = new Connection(() => this.api.session.token, () => this.me, {
       open: () => this.onOpen(),
       push: (f) => this.onPush(f),
+      message: (m) => this.onMessage(m),
       state: (s, info) => { this.status = { state: s, ...info }; this.changed(); },
       gate: (reason, detail) => this.onGate(reason, detail),
-      handshakeFailed: () => this.tokenStillValid(),
     });
     this.onVisible = () => { if (document.visibilityState === 'visible' && this.current) this.scheduleAck(this.current); };
   }
@@ -242,8 +242,9 @@ export class Client {
       c.mentions = 0;
     }
     this.changed();
+    // Newer messages come from the SDK's stream; the first open loads the
+    // newest page (and the history down to the delivered cursor).
     if (!c.anchored) await this.firstLoad(c);
-    else this.fill(c, c.maxSeq);
     if (c.visible().length < 20 && !c.allEarlier) await this.loadEarlier(c);
     if (c.isGroup) this.loadMembers(c.groupID);
     this.scheduleAck(c);
@@ -485,25 +486,35 @@ export class Client {
     return [...ids];
   }
 
-  /** transmit sends (or re-sends, with the same client_msg_id) an own message. */
-  async transmit(c, m) {
+  /**
+   * transmit hands an own message to the SDK, which sends it now or once
+   * connected — and again, with the same client_msg_id, after every
+   * reconnect — until the server saved it or refused it for good.
+   */
+  transmit(c, m) {
     m.state = 'sending';
     m.failReason = '';
     this.changed();
-    if (!this.conn.isOpen) return; // sent when the connection is back (onOpen)
-    const body = { client_msg_id: m.client_msg_id, session_type: m.session_type, msg_type: m.msg_type, content: m.content, at_user_ids: m.at_user_ids };
-    if (m.session_type === GROUP) body.group_id = m.group_id;
-    else body.recv_id = m.recv_id;
-    try {
-      const ack = await this.conn.request(Req.SEND, body);
-      this.accepted(c, m, ack);
-    } catch (err) {
-      if (err.reason === 'disconnected') return; // resent after the reconnect
+    const p = { msgType: m.msg_type, content: m.content, clientMsgId: m.client_msg_id };
+    if (m.session_type === GROUP) p.groupId = m.group_id;
+    else p.recvId = m.recv_id;
+    if (m.at_user_ids && m.at_user_ids.length) p.atUserIds = m.at_user_ids;
+    const out = this.conn.send(p);
+    out.accepted.then((r) => {
+      this.accepted(c, m, { seq: r.seq, server_msg_id: r.serverMsgId, send_at: out.sendAt, ack_type: out.state === 'saved' ? 'saved' : 'accepted' });
+    }, () => {});
+    out.saved.then(() => {
+      if (m.state === 'failed') return;
+      m.state = better(m.state, 'saved');
+      this.changed();
+    }, (err) => {
+      // save_failed arrives as a 3001 push too (onSaveFailed).
+      if (m.state === 'failed' || err.reason === 'save_failed') return;
       m.state = 'failed';
       m.failReason = err.reason;
       m.failDetail = err.detail;
       this.changed();
-    }
+    });
   }
 
   /** retry re-sends a failed message with its client_msg_id. */
@@ -520,7 +531,6 @@ export class Client {
     if (held.state === 'saved') c.maxSeq = Math.max(c.maxSeq, ack.seq);
     c.noteLatest(held);
     if (!c.anchored) c.anchor(ack.seq - 1); // a new conversation
-    if (c.gap()) this.fill(c);
     this.scheduleAck(c);
     this.changed();
   }

@@ -1,20 +1,14 @@
-// What the client does on every (re)connect and on every push: resend its
-// own pending messages, read the conversation list, groups and newest seqs,
-// fill the gaps by pull; place pushed messages, receipts and save results.
+// What the client does on every (re)connect and on every push: read the
+// conversation list, groups and newest seqs, fill the gaps by pull; place pushed messages, receipts and save results.
 // Installed on Client.prototype (client.js); `this` is the Client.
 
-import { MAX_FILL, better } from './conversation.js';
+import { better } from './conversation.js';
 import { groupConversationID, Push, Req } from './ids.js';
 import { RequestError } from './socket.js';
 
 export const SyncMethods = {
   async onOpen() {
-    // Messages typed while offline, or whose answer the drop swallowed:
-    // the same client_msg_id makes the resend idempotent.
-    for (const c of this.convs.values()) {
-      for (const m of [...c.pending.values()]) if (m.state === 'sending') this.transmit(c, m);
-      for (const m of c.msgs.values()) if (m.local && m.state === 'sending') this.transmit(c, m);
-    }
+    // Own messages not yet saved are the SDK's to resend (socket.js).
     try {
       await this.sync();
     } catch (err) {
@@ -24,24 +18,13 @@ export const SyncMethods = {
 
   /**
    * sync runs after every (re)connect: the conversation list and the
-   * newest seqs, then every anchored conversation is filled up to its max
-   * (the gap a drop left), and the open one is marked read.
+   * newest seqs, and the open one is marked read. What was missed arrives
+   * in order from the SDK's message stream, which fills the gap a drop
+   * left (socket.js, onMessage).
    */
   async sync() {
     await Promise.all([this.loadConversationList(), this.loadGroups()]);
     await this.loadNewestSeqs();
-    const fills = [];
-    for (const c of this.convs.values()) {
-      if (!c.anchored) {
-        const base = Math.max(c.deliveredSeq, c.readSeq);
-        // A conversation we never opened: hold it from our delivered
-        // cursor when that is known, so what arrives is ACKed in order.
-        if (this.unsupported.has('newest') || c.maxSeq <= base || c.maxSeq - base > MAX_FILL) continue;
-        c.anchor(base);
-      }
-      if (c.maxSeq > c.hi || c.gap()) fills.push(this.fill(c, c.maxSeq));
-    }
-    await Promise.all(fills);
     if (this.current) {
       if (!this.current.anchored) await this.open(this.current);
       this.scheduleAck(this.current);
@@ -144,14 +127,15 @@ export const SyncMethods = {
   onPush(f) {
     const d = f.data || {};
     switch (f.req_identifier) {
-      case Push.MSG: return this.onMessage(d);
+      case Push.MSG: return undefined; // the SDK's ordered stream brings it (onMessage)
       case Push.ACK: return this.onAckPush(d);
       case Push.TYPING: return this.onTyping(d);
       case Push.GROUP_NOTIFY: {
         const c = this.conv(d.conversation_id);
         c.maxSeq = Math.max(c.maxSeq, d.max_seq || 0);
-        if (c.anchored) this.fill(c, d.max_seq);
-        else this.refreshListSoon();
+        // The SDK pulls the new messages; a conversation not shown yet
+        // may be new to the list.
+        if (!c.anchored) this.refreshListSoon();
         this.changed();
         return undefined;
       }
@@ -175,12 +159,10 @@ export const SyncMethods = {
     // Pushes carry saved messages (unless deliver_before_saved is on; then
     // an early ACK is refused with bad_seq and repeated later).
     c.maxSeq = Math.max(c.maxSeq, m.seq);
-    if (!c.anchored) {
-      const base = Math.max(c.deliveredSeq, c.readSeq);
-      c.anchor(base > 0 && base < m.seq && m.seq - base <= MAX_FILL ? base : m.seq - 1);
-    }
+    // The SDK's stream has no holes from its first message on (it starts at
+    // the delivered cursor), so the run starts right below it.
+    if (!c.anchored) c.anchor(m.seq - 1);
     this.take(c, [m], true);
-    if (c.gap()) this.fill(c);
     this.scheduleAck(c);
   },
 
@@ -196,7 +178,6 @@ export const SyncMethods = {
           m.server_msg_id = d.server_msg_id || m.server_msg_id;
           if (d.seq && d.seq !== m.seq) c.place(m, d.seq);
         }
-        if (c.gap()) this.fill(c);
         this.scheduleAck(c);
         break;
       }

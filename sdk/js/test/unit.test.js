@@ -1,0 +1,465 @@
+// Unit tests against a fake server: the connection state machine, backoff,
+// every close code, sends and their states, the outbox, and the ordered,
+// exactly-once message stream.
+
+import assert from 'node:assert/strict';
+import { afterEach, beforeEach, describe, test } from 'node:test';
+import WebSocket from 'ws';
+
+import { MemoryOutbox, NexoClient, backoffDelay } from '../src/index.js';
+import { FakeServer, frame, token, waitFor } from './helpers/fakeserver.js';
+
+/** @type {FakeServer} */
+let srv;
+/** @type {NexoClient[]} */
+let clients = [];
+
+beforeEach(async () => { srv = await new FakeServer().start(); });
+afterEach(async () => {
+  for (const c of clients) c.disconnect();
+  clients = [];
+  await srv.stop();
+});
+
+function client(opts = {}) {
+  const c = new NexoClient({
+    url: srv.url, platformId: 5, WebSocket, getToken: () => token('alice'),
+    minReconnectDelay: 10, maxReconnectDelay: 50, random: () => 0.5, pendingRetryDelay: 30, ...opts,
+  });
+  clients.push(c);
+  return c;
+}
+
+/** accept answers 1003 sends with accepted ACKs at growing seqs. */
+function acceptSends(conv = 'si_alice_bob', start = 1, ackType = 'accepted') {
+  let seq = start;
+  const byId = new Map();
+  srv.on(1003, (f, reply) => {
+    const id = f.data.client_msg_id;
+    if (!byId.has(id)) byId.set(id, seq++);
+    reply({ ack_type: ackType, server_msg_id: `s-${byId.get(id)}`, client_msg_id: id, conversation_id: conv, seq: byId.get(id), send_at: 1 });
+  });
+  return byId;
+}
+
+function msg(seq, conv = 'si_alice_bob', extra = {}) {
+  return { server_msg_id: `s-${seq}`, client_msg_id: `b-${seq}`, conversation_id: conv, seq, sender_id: 'bob', recv_id: 'alice', session_type: 1, msg_type: 101, content: { text: `m${seq}` }, status: 'normal', send_at: seq, ...extra };
+}
+
+describe('backoff', () => {
+  test('full jitter: uniform in [0, min·2^n] capped at max', () => {
+    assert.equal(backoffDelay(0, 500, 30000, () => 0), 0);
+    assert.equal(backoffDelay(0, 500, 30000, () => 0.999999), 499);
+    assert.equal(backoffDelay(3, 500, 30000, () => 0.5), 2000);
+    assert.equal(backoffDelay(20, 500, 30000, () => 0.5), 15000);
+    assert.equal(backoffDelay(1000, 500, 30000, () => 0.999999), 29999);
+    for (let i = 0; i < 1000; i++) {
+      const d = backoffDelay(i % 10, 100, 5000);
+      assert.ok(d >= 0 && d < Math.min(5000, 100 * 2 ** (i % 10)), `delay ${d}`);
+    }
+  });
+});
+
+describe('connection state machine', () => {
+  test('connect: connecting then connected, handshake carries token and platform_id', async () => {
+    const c = client();
+    const states = [];
+    c.on('state', (s) => states.push(s));
+    assert.equal(c.state, 'disconnected');
+    await c.connect();
+    assert.deepEqual(states, ['connecting', 'connected']);
+    assert.equal(c.state, 'connected');
+    assert.equal(srv.last.url.searchParams.get('token'), token('alice'));
+    assert.equal(srv.last.url.searchParams.get('platform_id'), '5');
+    assert.equal(c.userId, 'alice');
+    c.disconnect();
+    assert.equal(c.state, 'disconnected');
+    assert.equal(states.at(-1), 'disconnected');
+  });
+
+  test('a dropped connection (no close frame) reconnects with backoff', async () => {
+    const c = client();
+    await c.connect();
+    srv.last.ws.terminate();
+    await srv.until(() => srv.conns.length === 2, 3000, 'a second connection');
+    await waitFor(() => c.state === 'connected');
+  });
+
+  test('close 1001 server_shutdown reconnects at once, whatever the backoff', async () => {
+    const c = client({ minReconnectDelay: 60000, maxReconnectDelay: 60000, random: () => 0.99 });
+    await c.connect();
+    srv.last.ws.close(1001, 'server_shutdown');
+    await srv.until(() => srv.conns.length === 2, 2000, 'an immediate reconnect');
+  });
+
+  test('close 1009 body_too_long reconnects', async () => {
+    const c = client();
+    await c.connect();
+    srv.last.ws.send(frame(3001, { reason: 'body_too_long' }, { err_code: 1009, err_msg: 'body_too_long' }));
+    srv.last.ws.close(1009, 'body_too_long');
+    await srv.until(() => srv.conns.length === 2, 3000, 'a reconnect');
+  });
+
+  test('kicked (2002 then close 1008 "kicked"): stops, reports, does not reconnect', async () => {
+    const c = client();
+    await c.connect();
+    const kicked = new Promise((r) => c.on('kicked', r));
+    srv.last.ws.send(frame(2002, { reason: 'kicked', detail: 'a newer connection took over' }, { err_code: 1108, err_msg: 'kicked' }));
+    srv.last.ws.close(1008, 'kicked');
+    const k = await kicked;
+    assert.equal(k.reason, 'kicked');
+    assert.equal(k.detail, 'a newer connection took over');
+    await waitFor(() => c.state === 'disconnected');
+    // Give a reconnect every chance to happen: a ping round trip on a fresh connection of another client.
+    const other = client({ getToken: () => token('bob') });
+    await other.connect();
+    assert.equal(srv.conns.length, 2, 'the kicked client did not reconnect');
+  });
+
+  for (const reason of ['token_expired', 'session_invalid', 'unauthorized']) {
+    test(`gate ${reason} (3001 then close 1008): getToken() is asked again and the new token is used`, async () => {
+      let n = 0;
+      const hints = [];
+      const c = client({ getToken: (hint) => { hints.push(hint); return token('alice', `t${n++}`); } });
+      await c.connect();
+      srv.last.ws.send(frame(3001, { reason, detail: 'x' }, { err_code: 1103, err_msg: reason }));
+      srv.last.ws.close(1008, reason);
+      await srv.until(() => srv.conns.length === 2, 3000, 'a reconnect');
+      assert.equal(srv.last.url.searchParams.get('token'), token('alice', 't1'));
+      assert.deepEqual(hints[1], { reason });
+      await waitFor(() => c.state === 'connected');
+    });
+  }
+
+  test('getToken() may hand back the same token when the server takes it again', async () => {
+    const c = client();
+    await c.connect();
+    for (let i = 1; i <= 2; i++) {
+      srv.last.ws.send(frame(3001, { reason: 'token_expired' }, { err_code: 1103, err_msg: 'token_expired' }));
+      srv.last.ws.close(1008, 'token_expired');
+      await srv.until(() => srv.conns.length === i + 1, 3000, `reconnect ${i}`);
+      await waitFor(() => c.state === 'connected');
+    }
+  });
+
+  test('a refused handshake asks HTTP, then getToken() for a fresh token', async () => {
+    srv.validTokens = new Set([token('alice', 'fresh')]);
+    const hints = [];
+    const c = client({ getToken: (hint) => { hints.push(hint); return hint ? token('alice', 'fresh') : token('alice', 'old'); } });
+    await c.connect();
+    assert.equal(srv.last.url.searchParams.get('token'), token('alice', 'fresh'));
+    assert.deepEqual(hints, [undefined, { reason: 'token_expired' }]);
+  });
+
+  test('getToken() returning the refused token again ends the session with an error', async () => {
+    srv.validTokens = new Set();
+    const c = client();
+    const errors = [];
+    c.on('error', (e) => errors.push(e.reason));
+    await assert.rejects(c.connect(), /token_expired/);
+    assert.equal(c.state, 'disconnected');
+    assert.deepEqual(errors, ['token_expired']);
+  });
+
+  test('no pong: the connection counts as dead and is replaced', async () => {
+    const c = client({ pingInterval: 30, pongTimeout: 30 });
+    srv.on(1001, (f, reply) => reply({ conversations: {}, next_cursor: '' }));
+    await c.connect();
+    // The fake answers pings; make this one silent.
+    const first = srv.last;
+    first.ws.removeAllListeners('message');
+    await srv.until(() => srv.conns.length >= 2, 3000, 'a replacement connection');
+  });
+
+  test('requests fail with disconnected when the connection drops', async () => {
+    const c = client();
+    srv.on(1006, () => {});
+    await c.connect();
+    const p = c.request(1006, { conversation_id: 'x' });
+    await srv.until(() => srv.frames(1006).length === 1);
+    srv.last.ws.terminate();
+    await assert.rejects(p, (e) => e.reason === 'disconnected');
+  });
+});
+
+describe('sending', () => {
+  test('pending → accepted → saved; promises resolve with seq, serverMsgId, conversationId', async () => {
+    acceptSends();
+    const c = client();
+    await c.connect();
+    const out = c.send({ recvId: 'bob', msgType: 101, content: { text: 'hi' } });
+    const states = [];
+    out.on('state', (s) => states.push(s));
+    assert.equal(out.state, 'pending');
+    assert.match(out.clientMsgId, /^c-/);
+    const acc = await out.accepted;
+    assert.deepEqual(acc, { seq: 1, serverMsgId: 's-1', conversationId: 'si_alice_bob' });
+    assert.equal(out.sendAt, 1);
+    const body = srv.frames(1003)[0].data;
+    assert.deepEqual(body, { client_msg_id: out.clientMsgId, session_type: 1, msg_type: 101, content: { text: 'hi' }, recv_id: 'bob' });
+    srv.last.ws.send(frame(2101, { ack_type: 'saved', client_msg_id: out.clientMsgId, server_msg_id: 's-1', conversation_id: 'si_alice_bob', seq: 1, send_at: 1 }));
+    const saved = await out.saved;
+    assert.equal(saved.seq, 1);
+    assert.deepEqual(states, ['accepted', 'saved']);
+    assert.equal(c.pendingMessages().length, 0);
+  });
+
+  test('group send and ack_type saved (two-phase off) go straight to saved', async () => {
+    acceptSends('sg_g1', 7, 'saved');
+    const c = client();
+    await c.connect();
+    const out = c.send({ groupId: 'g1', msgType: 106, content: { text: '@bob hi' }, atUserIds: ['bob'], clientMsgId: 'mine-1', quote: { seq: 3 } });
+    await out.saved;
+    assert.equal(out.state, 'saved');
+    assert.equal(out.clientMsgId, 'mine-1');
+    const body = srv.frames(1003)[0].data;
+    assert.equal(body.session_type, 3);
+    assert.equal(body.group_id, 'g1');
+    assert.deepEqual(body.at_user_ids, ['bob']);
+    assert.deepEqual(body.quote, { seq: 3 });
+  });
+
+  test('sent while disconnected: goes out, in order, once connected', async () => {
+    acceptSends();
+    const c = client();
+    const a = c.send({ recvId: 'bob', msgType: 101, content: { text: '1' } });
+    const b = c.send({ recvId: 'bob', msgType: 101, content: { text: '2' } });
+    await c.connect();
+    await Promise.all([a.accepted, b.accepted]);
+    assert.deepEqual(srv.frames(1003).map((f) => f.data.content.text), ['1', '2']);
+    assert.deepEqual([a.seq, b.seq], [1, 2]);
+  });
+
+  test('a send whose answer the drop swallowed is resent with the same clientMsgId', async () => {
+    const seen = [];
+    srv.on(1003, (f, reply, conn) => {
+      seen.push(f.data.client_msg_id);
+      if (seen.length === 1) { conn.ws.terminate(); return; }
+      reply({ ack_type: 'saved', client_msg_id: f.data.client_msg_id, conversation_id: 'si_alice_bob', seq: 1, server_msg_id: 's-1' });
+    });
+    const c = client();
+    await c.connect();
+    const out = c.send({ recvId: 'bob', msgType: 101, content: { text: 'x' } });
+    await out.saved;
+    assert.deepEqual(seen, [out.clientMsgId, out.clientMsgId]);
+  });
+
+  test('accepted but not saved when the connection drops: resent after the reconnect until saved', async () => {
+    let n = 0;
+    srv.on(1003, (f, reply) => {
+      n++;
+      reply({ ack_type: n === 1 ? 'accepted' : 'saved', client_msg_id: f.data.client_msg_id, conversation_id: 'si_alice_bob', seq: 4, server_msg_id: 's-4' });
+    });
+    const c = client();
+    await c.connect();
+    const out = c.send({ recvId: 'bob', msgType: 101, content: { text: 'x' } });
+    await out.accepted;
+    assert.equal(out.state, 'accepted');
+    srv.last.ws.terminate();
+    await out.saved;
+    assert.equal(n, 2);
+    assert.equal(srv.frames(1003)[1].data.client_msg_id, out.clientMsgId);
+  });
+
+  test('a non-retryable refusal fails the message; both promises reject', async () => {
+    srv.on(1003, (f, reply) => reply({ detail: 'not a member', client_msg_id: f.data.client_msg_id }, 'not_group_member'));
+    const c = client();
+    await c.connect();
+    const out = c.send({ groupId: 'g1', msgType: 101, content: { text: 'x' } });
+    await assert.rejects(out.accepted, (e) => e.reason === 'not_group_member');
+    await assert.rejects(out.saved, (e) => e.reason === 'not_group_member');
+    assert.equal(out.state, 'failed');
+    assert.equal(out.error.reason, 'not_group_member');
+  });
+
+  test('too_many_requests: waits retry_after_ms and sends the same message again, order kept', async () => {
+    let refused = false;
+    const order = [];
+    srv.on(1003, (f, reply) => {
+      if (!refused && f.data.content.text === '2') {
+        refused = true;
+        reply({ retry_after_ms: 20, client_msg_id: f.data.client_msg_id }, 'too_many_requests');
+        return;
+      }
+      order.push(f.data.content.text);
+      reply({ ack_type: 'saved', client_msg_id: f.data.client_msg_id, conversation_id: 'si_alice_bob', seq: order.length, server_msg_id: 'x' });
+    });
+    const c = client();
+    await c.connect();
+    const outs = ['1', '2', '3'].map((t) => c.send({ recvId: 'bob', msgType: 101, content: { text: t } }));
+    await Promise.all(outs.map((o) => o.saved));
+    assert.deepEqual(order, ['1', '2', '3']);
+  });
+
+  test('save_failed (3001) fails the message', async () => {
+    acceptSends();
+    const c = client();
+    await c.connect();
+    const out = c.send({ recvId: 'bob', msgType: 101, content: { text: 'x' } });
+    await out.accepted;
+    srv.last.ws.send(frame(3001, { reason: 'save_failed', client_msg_id: out.clientMsgId, conversation_id: 'si_alice_bob', seq: 1 }, { err_code: 1500, err_msg: 'save_failed' }));
+    await assert.rejects(out.saved, (e) => e.reason === 'save_failed');
+    assert.equal(out.state, 'failed');
+  });
+
+  test('outbox: a new client on the same outbox resends what the old one left unsaved, same clientMsgId', async () => {
+    const outbox = new MemoryOutbox();
+    srv.on(1003, () => {}); // never answers
+    const c1 = client({ outbox });
+    await c1.connect();
+    const out = c1.send({ recvId: 'bob', msgType: 101, content: { text: 'survives' } });
+    await srv.until(() => srv.frames(1003).length === 1);
+    c1.disconnect();
+    await waitFor(() => outbox.list().length === 1, 2000, 'the outbox record');
+    assert.equal(outbox.list()[0].clientMsgId, out.clientMsgId);
+    acceptSends('si_alice_bob', 1, 'saved');
+    const c2 = client({ outbox });
+    await c2.connect();
+    await waitFor(() => c2.pendingMessages().length === 0 && srv.frames(1003).length === 2, 3000, 'the resend');
+    assert.equal(srv.frames(1003)[1].data.client_msg_id, out.clientMsgId);
+    await waitFor(() => outbox.list().length === 0, 2000, 'the record deleted once saved');
+  });
+
+  test('outbox records of another user are not sent', async () => {
+    const outbox = new MemoryOutbox();
+    outbox.put({ clientMsgId: 'other', owner: 'mallory', body: { client_msg_id: 'other', session_type: 1, recv_id: 'x', msg_type: 101, content: { text: 'x' } }, state: 'pending', createdAt: 1, order: 0 });
+    acceptSends();
+    const c = client({ outbox });
+    await c.connect();
+    const out = c.send({ recvId: 'bob', msgType: 101, content: { text: 'mine' } });
+    await out.accepted;
+    assert.deepEqual(srv.frames(1003).map((f) => f.data.client_msg_id), [out.clientMsgId]);
+  });
+});
+
+describe('message stream', () => {
+  /** serve answers 1005 pulls from a seq → message map (placeholders where null). */
+  function serve(store, maxSeq, pending = []) {
+    srv.on(1005, (f, reply) => {
+      const from = f.data.begin_seq;
+      const messages = [];
+      for (let s = from; s <= maxSeq && messages.length < (f.data.limit || 100); s++) {
+        if (pending.includes(s)) break;
+        messages.push(store.has(s) ? store.get(s) : { seq: s, status: 'unavailable' });
+      }
+      reply({ messages, min_seq: 1, max_seq: maxSeq, pending_seqs: pending.filter((s) => s >= from) });
+    });
+  }
+
+  test('a gap is filled by pull, unavailable seqs become placeholders, order is by seq', async () => {
+    const store = new Map([[1, msg(1)], [3, msg(3)], [4, msg(4)]]);
+    serve(store, 4);
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(`${m.seq}:${m.status}`));
+    await c.connect();
+    srv.last.ws.send(frame(2001, msg(4)));
+    await waitFor(() => got.length === 4, 3000, 'four messages');
+    assert.deepEqual(got, ['1:normal', '2:unavailable', '3:normal', '4:normal']);
+  });
+
+  test('pushes already emitted are dropped, also after a reconnect and from the resend', async () => {
+    serve(new Map([[1, msg(1)], [2, msg(2)]]), 2);
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    srv.last.ws.send(frame(2001, msg(1)));
+    srv.last.ws.send(frame(2001, msg(2)));
+    srv.last.ws.send(frame(2001, msg(1)));
+    await waitFor(() => got.length === 2);
+    srv.last.ws.terminate();
+    await srv.until(() => srv.conns.length === 2 && srv.last.ws.readyState === 1);
+    await waitFor(() => c.state === 'connected');
+    srv.last.ws.send(frame(2001, msg(2)));
+    srv.last.ws.send(frame(2001, msg(3)));
+    await waitFor(() => got.length === 3);
+    assert.deepEqual(got, [1, 2, 3]);
+  });
+
+  test('the first sync anchors at the delivered cursor; seqs in flight are waited for, not skipped', async () => {
+    srv.on(1001, (f, reply) => reply({ conversations: { si_alice_bob: { max_seq: 5, min_seq: 1, read_seq: 2, delivered_seq: 3 } }, next_cursor: '' }));
+    const store = new Map([[4, msg(4)], [5, msg(5)]]);
+    let pending = [4];
+    srv.on(1005, (f, reply) => {
+      const messages = [];
+      for (let s = f.data.begin_seq; s <= 5; s++) {
+        if (pending.includes(s)) break;
+        messages.push(store.get(s));
+      }
+      reply({ messages, min_seq: 1, max_seq: 5, pending_seqs: pending.filter((s) => s >= f.data.begin_seq) });
+    });
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    await srv.until(() => srv.frames(1005).length >= 1);
+    assert.deepEqual(got, []);
+    pending = [];
+    await waitFor(() => got.length === 2, 3000, 'seqs 4 and 5 after the retry');
+    assert.deepEqual(got, [4, 5]);
+    assert.equal(srv.frames(1005)[0].data.begin_seq, 4);
+  });
+
+  test('delivered ACKs carry the contiguous prefix only', async () => {
+    serve(new Map([[1, msg(1)], [2, msg(2)], [3, msg(3)]]), 3, [2]);
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    srv.last.ws.send(frame(2001, msg(1)));
+    srv.last.ws.send(frame(2001, msg(3)));
+    await srv.until(() => srv.frames(1101).length === 1, 3000, 'an ACK');
+    assert.deepEqual(srv.frames(1101)[0].data, { ack_type: 'delivered', conversation_id: 'si_alice_bob', seq: 1 });
+    assert.deepEqual(got, [1]);
+  });
+
+  test('own messages (sent by this client) are not emitted but fill their seq', async () => {
+    acceptSends('si_alice_bob', 2);
+    serve(new Map([[1, msg(1)], [3, msg(3)]]), 3);
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    srv.last.ws.send(frame(2001, msg(1)));
+    const out = c.send({ recvId: 'bob', msgType: 101, content: { text: 'mine' } });
+    await out.accepted;
+    srv.last.ws.send(frame(2001, msg(3)));
+    await waitFor(() => got.length === 2);
+    assert.deepEqual(got, [1, 3]);
+  });
+
+  for (const how of ['unknown_request', 'no answer']) {
+    test(`without newest seqs (1001 ${how}) messages flow from the first seq seen`, async () => {
+      srv.on(1001, (f, reply) => { if (how === 'unknown_request') reply(null, 'unknown_request'); });
+      serve(new Map([[11, msg(11)]]), 11);
+      const c = client({ syncTimeout: 100 });
+      const got = [];
+      c.on('message', (m) => got.push(m.seq));
+      await c.connect();
+      srv.last.ws.send(frame(2001, msg(10)));
+      srv.last.ws.send(frame(2001, msg(12)));
+      await waitFor(() => got.length === 3, 3000, 'three messages');
+      assert.deepEqual(got, [10, 11, 12]);
+    });
+  }
+
+  test('receipt, typing, recall, group events', async () => {
+    serve(new Map(), 0);
+    const c = client();
+    const ev = { receipt: [], typing: [], recall: [], group: [] };
+    for (const k of Object.keys(ev)) c.on(k, (x) => ev[k].push(x));
+    await c.connect();
+    const ws = srv.last.ws;
+    ws.send(frame(2101, { ack_type: 'read', conversation_id: 'si_alice_bob', seq: 9, user_id: 'bob' }));
+    ws.send(frame(2103, { conversation_id: 'si_alice_bob', user_id: 'bob', typing: true }));
+    ws.send(frame(2001, msg(1, 'si_alice_bob', { msg_type: 1600, client_msg_id: 'sys:revoke:x', content: { custom: { conversation_id: 'si_alice_bob', seq: 7, server_msg_id: 's-7', sender_id: 'bob', revoker_id: 'bob', revoked_at: 5 } } })));
+    ws.send(frame(2001, msg(1, 'sg_g1', { msg_type: 1501, session_type: 3, content: { custom: {} } })));
+    await waitFor(() => ev.group.length === 1 && ev.recall.length === 1 && ev.typing.length === 1 && ev.receipt.length === 1);
+    assert.deepEqual(ev.receipt[0], { conversationId: 'si_alice_bob', userId: 'bob', ackType: 'read', seq: 9 });
+    assert.deepEqual(ev.typing[0], { conversationId: 'si_alice_bob', userId: 'bob', typing: true });
+    assert.equal(ev.recall[0].seq, 7);
+    assert.equal(ev.recall[0].revokerId, 'bob');
+    assert.equal(ev.group[0].msg_type, 1501);
+  });
+});

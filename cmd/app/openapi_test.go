@@ -73,4 +73,3 @@ func TestOpenAPIMatchesWiredServer(t *testing.T) {
 		t.Fatal("no routes")
 	}
 }
-

@@ -172,6 +172,22 @@ func (c *Config) Validate() error {
 		{c.Webhooks.OfflinePush.PreviewChars >= 1, "webhooks.offline_push.preview_chars", "must be >= 1"},
 		{c.Cluster.DrainDelay >= 0 && c.Cluster.DrainDelay < c.HTTP.ShutdownTimeout, "cluster.drain_delay", "must be >= 0 and below http.shutdown_timeout"},
 		{c.Search.Timeout > 0, "search.timeout", "must be > 0"},
+		{c.Push.GroupWindow >= 0, "push.group_window", "must be >= 0"},
+		{oneOf(c.Push.Preview, "text", "sender_only", "none"), "push.preview", "allowed: text, sender_only, none"},
+		{c.Push.PreviewChars >= 1, "push.preview_chars", "must be >= 1"},
+		{c.Push.MaxDevicesPerUser >= 1, "push.max_devices_per_user", "must be >= 1"},
+		{c.Push.ResolveBatch >= 1, "push.resolve_batch", "must be >= 1"},
+		{c.Push.MaxAttempts >= 1, "push.max_attempts", "must be >= 1"},
+		{c.Push.RetryBackoff > 0 && c.Push.RetryBackoffMax >= c.Push.RetryBackoff, "push.retry_backoff", "must be > 0 and <= push.retry_backoff_max"},
+		{c.Push.RetryAfterMax >= 0, "push.retry_after_max", "must be >= 0"},
+		{c.Push.Timeout > 0, "push.timeout", "must be > 0"},
+		{c.Push.FCM.Concurrency >= 1 && c.Push.APNs.Concurrency >= 1 && c.Push.WebPush.Concurrency >= 1, "push.*.concurrency", "must be >= 1"},
+		{c.Push.APNs.KeyFile == "" || c.Push.APNs.KeyID != "" && c.Push.APNs.TeamID != "" && c.Push.APNs.Topic != "", "push.apns.key_file",
+			"needs push.apns.key_id, team_id and topic (the app's bundle ID)"},
+		{(c.Push.WebPush.VAPIDPublicKey == "") == (c.Push.WebPush.VAPIDPrivateKey == ""), "push.webpush.vapid_private_key",
+			"set both vapid_public_key and vapid_private_key, or neither"},
+		{c.Push.WebPush.VAPIDPublicKey == "" || strings.HasPrefix(c.Push.WebPush.Subject, "mailto:") || strings.HasPrefix(c.Push.WebPush.Subject, "https://"),
+			"push.webpush.subject", "must be a mailto: or https:// contact"},
 		{c.Search.IndexBatch >= 1, "search.index_batch", "must be >= 1"},
 		{c.Retention.MaxAge == 0 || c.Retention.MaxAge >= time.Minute, "retention.max_age", "must be 0 (off) or >= 1m"},
 		{c.Retention.CleanInterval >= time.Second, "retention.clean_interval", "must be >= 1s"},
@@ -297,4 +313,14 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// Warnings lists settings that are valid but unsafe in production, for
+// nexo config check and the start-up log.
+func (c *Config) Warnings() []string {
+	var out []string
+	if c.Push.WebPush.AllowInsecureEndpoints {
+		out = append(out, "push.webpush.allow_insecure_endpoints is true: http:// Web Push endpoints are accepted (for tests only)")
+	}
+	return out
 }

@@ -87,9 +87,10 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		return err
 	}
 	a.search = searchSvc
+	pushHook := a.pushHook()
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook),
+		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook),
 		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
 	})
 	groupRepo := store.NewGroupRepo(a.db)
@@ -182,7 +183,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
-		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook), DeadSenders: deadSenders,
+		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook, pushHook), DeadSenders: deadSenders,
 		DM: a.dmGate, Words: a.words, Quotes: puller,
 	})
 	routes.NewChat(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
@@ -222,6 +223,9 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	a.buildPrivacy(access, members, puller)
 	a.buildIntegration(hooks, members, convRepo)
+	if err := a.buildPush(ctx, members, convRepo); err != nil {
+		return err
+	}
 
 	// Without KeepHijackedConns Hertz ignores Close on a hijacked
 	// connection, and no server-side close (kick, slow consumer) would work.

@@ -19,7 +19,7 @@ func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *
 		Config: privacy.Config{MaxAge: a.cfg.Retention.MaxAge, EraseDeletedUsers: a.cfg.Retention.EraseDeletedUsers},
 		Users:  a.users, Passwords: a.passwords, Tokens: a.tokens, Sessions: hubSessions{a}, Groups: a.groups,
 		Keys: store.NewUserKeys(a.rdb, a.keys), Gate: a.dmGate, Attempts: limits.NewAccounts(a.limiter, a.cfg.Limits), Store: store.NewPrivacyRepo(a.db),
-		Access: access, Roles: members, Cursors: store.NewCursorRepo(a.db), Log: a.log,
+		Access: access, Roles: members, Cursors: store.NewCursorRepo(a.db), Log: a.log, Devices: pushDevices{a},
 	})
 	a.privacy = svc
 	puller.WithCleared(svc)

@@ -51,6 +51,21 @@ const (
 	ReasonUserDisabled          Reason = "user_disabled"
 	ReasonMessageRejected       Reason = "message_rejected"
 	ReasonBlocked               Reason = "blocked"
+
+	// Objects (docs/media.md).
+	ReasonObjectTypeMismatch  Reason = "object_type_mismatch"
+	ReasonObjectTypeRefused   Reason = "object_type_refused"
+	ReasonImageTooLarge       Reason = "image_too_large"
+	ReasonObjectNameInvalid   Reason = "object_name_invalid"
+	ReasonObjectAccessDenied  Reason = "object_access_denied"
+	ReasonObjectURLInvalid    Reason = "object_url_invalid"
+	ReasonObjectURLExpired    Reason = "object_url_expired"
+	ReasonObjectNotFound      Reason = "object_not_found"
+	ReasonUploadNotFound      Reason = "upload_not_found"
+	ReasonObjectTooLarge      Reason = "object_too_large"
+	ReasonQuotaExceeded       Reason = "quota_exceeded"
+	ReasonObjectIncomplete    Reason = "object_incomplete"
+	ReasonPartsMismatch       Reason = "parts_mismatch"
 )
 
 // Code is one row of the error table.
@@ -67,6 +82,10 @@ var table = []Code{
 	{ReasonUnknownRequest, 1003, 400},
 	{ReasonBadSeq, 1004, 400},
 	{ReasonUnsupportedMediaType, 1005, 415},
+	{ReasonObjectTypeMismatch, 1010, 400},
+	{ReasonObjectTypeRefused, 1011, 400},
+	{ReasonImageTooLarge, 1012, 400},
+	{ReasonObjectNameInvalid, 1013, 400},
 	{ReasonTokenMissing, 1101, 401},
 	{ReasonTokenInvalid, 1102, 401},
 	{ReasonTokenExpired, 1103, 401},
@@ -87,11 +106,20 @@ var table = []Code{
 	{ReasonUserDisabled, 1220, 403},
 	{ReasonMessageRejected, 1221, 403},
 	{ReasonBlocked, 1222, 403},
+	{ReasonObjectAccessDenied, 1230, 403},
+	{ReasonObjectURLInvalid, 1231, 403},
+	{ReasonObjectURLExpired, 1232, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
 	{ReasonMessageNotFound, 1303, 404},
+	{ReasonObjectNotFound, 1310, 404},
+	{ReasonUploadNotFound, 1311, 404},
 	{ReasonUserExists, 1401, 409},
+	{ReasonObjectTooLarge, 1410, 413},
+	{ReasonQuotaExceeded, 1411, 413},
+	{ReasonObjectIncomplete, 1412, 409},
+	{ReasonPartsMismatch, 1413, 409},
 	{ReasonTooManyRequests, 1429, 429},
 	{ReasonInternalError, 1500, 500},
 	{ReasonServerBusy, 1503, 503},
@@ -152,6 +180,19 @@ var domainReasons = []struct {
 	{domain.ErrServerBusy, ReasonServerBusy},
 	{domain.ErrSaveFailed, ReasonSaveFailed},
 	{domain.ErrSearchTimeout, ReasonSearchTimeout},
+	{domain.ErrObjectTypeMismatch, ReasonObjectTypeMismatch},
+	{domain.ErrObjectTypeRefused, ReasonObjectTypeRefused},
+	{domain.ErrImageTooLarge, ReasonImageTooLarge},
+	{domain.ErrObjectNameInvalid, ReasonObjectNameInvalid},
+	{domain.ErrObjectAccessDenied, ReasonObjectAccessDenied},
+	{domain.ErrURLInvalid, ReasonObjectURLInvalid},
+	{domain.ErrURLExpired, ReasonObjectURLExpired},
+	{domain.ErrObjectNotFound, ReasonObjectNotFound},
+	{domain.ErrUploadNotFound, ReasonUploadNotFound},
+	{domain.ErrObjectTooLarge, ReasonObjectTooLarge},
+	{domain.ErrQuotaExceeded, ReasonQuotaExceeded},
+	{domain.ErrObjectIncomplete, ReasonObjectIncomplete},
+	{domain.ErrPartsMismatch, ReasonPartsMismatch},
 }
 
 // Error is a wire error: a row of the table plus a human detail.

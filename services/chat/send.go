@@ -118,6 +118,7 @@ type Service struct {
 	after     AfterSave
 	offenders SenderGate
 	dm        DMGate
+	objects   Objects
 
 	// fallbackSeqs: conversations that got seqs straight from the database
 	// while Redis was unreachable, with the highest such seq; the Redis
@@ -152,6 +153,9 @@ type Deps struct {
 	// accept (blocks, dm_policy), on every path: HTTP, WebSocket and the
 	// server API, synchronous and two-phase.
 	DM DMGate
+	// Objects, when set, checks the objects that 102–105 messages carry
+	// by reference ({"object_id": …}); nil refuses such references.
+	Objects Objects
 }
 
 // NewService returns the message service.
@@ -160,7 +164,7 @@ func NewService(d Deps) *Service {
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
 		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
-		offenders: d.DeadSenders, dm: d.DM,
+		offenders: d.DeadSenders, dm: d.DM, objects: d.Objects,
 	}
 }
 
@@ -204,6 +208,10 @@ func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJS
 		if err := checkContent(&m, s.msg.MaxBodyBytes); err != nil {
 			return AckJSON{}, err
 		}
+	}
+	// After before_send, so a reference the hook wrote is checked too.
+	if err := s.attachObjects(ctx, &m); err != nil {
+		return AckJSON{}, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

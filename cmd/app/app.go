@@ -347,7 +347,7 @@ func (a *App) buildGateway(context.Context) error {
 	rdb := a.rdb
 	var err error
 	a.server, err = gateway.NewServer(gateway.Deps{
-		HTTP: a.cfg.HTTP, Logger: a.log, Listener: ln, Verifier: a.verifier,
+		HTTP: a.cfg.HTTP, Logger: a.log, Listener: ln, Verifier: a.verifier, MaxUploadBytes: maxUploadBody(&a.cfg),
 		Ready: []gateway.ReadyCheck{
 			{Name: string(a.db.Dialect), Check: a.db.Ping},
 			{Name: "redis", Check: func(ctx context.Context) error { return store.PingRedis(ctx, rdb) }},

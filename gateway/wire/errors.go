@@ -53,19 +53,19 @@ const (
 	ReasonBlocked               Reason = "blocked"
 
 	// Objects (docs/media.md).
-	ReasonObjectTypeMismatch  Reason = "object_type_mismatch"
-	ReasonObjectTypeRefused   Reason = "object_type_refused"
-	ReasonImageTooLarge       Reason = "image_too_large"
-	ReasonObjectNameInvalid   Reason = "object_name_invalid"
-	ReasonObjectAccessDenied  Reason = "object_access_denied"
-	ReasonObjectURLInvalid    Reason = "object_url_invalid"
-	ReasonObjectURLExpired    Reason = "object_url_expired"
-	ReasonObjectNotFound      Reason = "object_not_found"
-	ReasonUploadNotFound      Reason = "upload_not_found"
-	ReasonObjectTooLarge      Reason = "object_too_large"
-	ReasonQuotaExceeded       Reason = "quota_exceeded"
-	ReasonObjectIncomplete    Reason = "object_incomplete"
-	ReasonPartsMismatch       Reason = "parts_mismatch"
+	ReasonObjectTypeMismatch Reason = "object_type_mismatch"
+	ReasonObjectTypeRefused  Reason = "object_type_refused"
+	ReasonImageTooLarge      Reason = "image_too_large"
+	ReasonObjectNameInvalid  Reason = "object_name_invalid"
+	ReasonObjectAccessDenied Reason = "object_access_denied"
+	ReasonObjectURLInvalid   Reason = "object_url_invalid"
+	ReasonObjectURLExpired   Reason = "object_url_expired"
+	ReasonObjectNotFound     Reason = "object_not_found"
+	ReasonUploadNotFound     Reason = "upload_not_found"
+	ReasonObjectTooLarge     Reason = "object_too_large"
+	ReasonQuotaExceeded      Reason = "quota_exceeded"
+	ReasonObjectIncomplete   Reason = "object_incomplete"
+	ReasonPartsMismatch      Reason = "parts_mismatch"
 )
 
 // Code is one row of the error table.

@@ -3,7 +3,10 @@
 // the only package that reads configuration files or the environment.
 package configs
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+)
 
 // Config is the whole configuration. Each section is handed only to the
 // component that needs it. configs/nexo.yaml documents every key.
@@ -850,7 +853,6 @@ func Default() Config {
 		},
 		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
 		Objects: Objects{
-			Local:          ObjectsLocal{Dir: "./data/objects"},
 			S3:             ObjectsS3{Region: "us-east-1", UseSSL: true},
 			MaxDirectBytes: 32 << 20, MaxBytes: 2 << 30, PartSize: 8 << 20,
 			MaxImageBytes: 50 << 20, MaxAudioBytes: 200 << 20, MaxVideoBytes: 2 << 30,
@@ -915,7 +917,8 @@ type Objects struct {
 
 // ObjectsLocal is the local backend: a directory.
 type ObjectsLocal struct {
-	// Dir holds the objects (created if missing).
+	// Dir holds the objects (created if missing). Empty in the embedded
+	// default: "objects" next to sqlite.path (./data/objects).
 	Dir string `koanf:"dir"`
 	// Shared says Dir is a mount every instance shares (NFS, CephFS);
 	// required for the local backend outside the embedded default.
@@ -940,6 +943,17 @@ type ObjectsS3 struct {
 	SSE string `koanf:"sse"`
 	// CreateBucket makes the bucket at start when missing.
 	CreateBucket bool `koanf:"create_bucket"`
+}
+
+// ResolveObjects fixes the object backend and the local directory in
+// effect into the configuration (call it while Embedded still tells the
+// mode): Backend "local" and Local.Dir next to the SQLite file in the
+// embedded default when they are empty.
+func (c *Config) ResolveObjects() {
+	c.Objects.Backend = c.ObjectsBackend()
+	if c.Objects.Backend == ObjectsBackendLocal && c.Objects.Local.Dir == "" {
+		c.Objects.Local.Dir = filepath.Join(filepath.Dir(c.SQLite.Path), "objects")
+	}
 }
 
 // ObjectsBackend returns the backend in effect: Backend, or "local" in the

@@ -172,7 +172,7 @@ func (c *Config) Validate() error {
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
 		{oneOf(c.Objects.Backend, "", ObjectsBackendLocal, ObjectsBackendS3), "objects.backend", "allowed: local, s3 (empty: local in the embedded default, uploads off otherwise)"},
-		{c.ObjectsBackend() != ObjectsBackendLocal || c.Objects.Local.Dir != "", "objects.local.dir", "must not be empty"},
+		{c.Embedded() || c.Objects.Backend != ObjectsBackendLocal || c.Objects.Local.Dir != "", "objects.local.dir", "must name the shared directory when objects.backend is local outside the embedded default"},
 		{c.Embedded() || c.Objects.Backend != ObjectsBackendLocal || c.Objects.Local.Shared, "objects.local.shared",
 			"objects.backend local outside the embedded default needs a directory every instance shares: set objects.local.shared: true once objects.local.dir is such a mount, or use objects.backend: s3"},
 		{c.Objects.Backend != ObjectsBackendS3 || c.Objects.S3.Endpoint != "" && !strings.Contains(c.Objects.S3.Endpoint, "://"), "objects.s3.endpoint", "must be host[:port] without a scheme when objects.backend is s3"},

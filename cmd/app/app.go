@@ -132,6 +132,7 @@ type App struct {
 // New builds every component from cfg (already validated). On error it
 // releases what it had built; the error names the step that failed.
 func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, error) {
+	cfg.ResolveObjects() // while Embedded still tells the mode (docs/media.md)
 	a := &App{cfg: cfg, embedded: cfg.Embedded(), log: logger, metrics: newRegistry()}
 	steps := []struct {
 		name  string

@@ -35,7 +35,7 @@ type mediaParts struct {
 func (a *App) buildMedia(ctx context.Context) (mediaParts, error) {
 	var parts mediaParts
 	var st media.Storage
-	switch a.cfg.ObjectsBackend() {
+	switch a.cfg.Objects.Backend {
 	case "":
 		a.log.Info("uploads off: objects.backend is not set (docs/media.md)")
 		return parts, nil
@@ -60,7 +60,7 @@ func (a *App) buildMedia(ctx context.Context) (mediaParts, error) {
 	a.add(component{name: "thumbnails", run: parts.svc.Thumbnails().Run})
 	cleaner := media.NewCleaner(parts.svc, a.rdb, a.keys.Key("objects", "cleaner"), a.consumerName())
 	a.add(component{name: "object cleaner", run: cleaner.Run})
-	a.log.Info("uploads on", "backend", a.cfg.ObjectsBackend())
+	a.log.Info("uploads on", "backend", a.cfg.Objects.Backend, "dir", a.cfg.Objects.Local.Dir)
 	return parts, nil
 }
 
@@ -94,7 +94,7 @@ func (a *App) registerMedia(p mediaParts, puller *chat.Puller) {
 // maxUploadBody is the largest request body an upload route takes: a
 // direct upload or a local part, with room for the multipart framing.
 func maxUploadBody(cfg *configs.Config) int {
-	if cfg.ObjectsBackend() == "" {
+	if cfg.Objects.Backend == "" {
 		return 0
 	}
 	return int(max(cfg.Objects.MaxDirectBytes, cfg.Objects.PartSize)) + 1<<20

@@ -1,0 +1,202 @@
+package app
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/color"
+	"image/png"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// uploadFile POSTs data as the multipart field file to /object/upload.
+func uploadFile(t *testing.T, base, token, name, contentType string, data []byte) (int, map[string]any) {
+	t.Helper()
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	h := make(map[string][]string)
+	h["Content-Disposition"] = []string{fmt.Sprintf(`form-data; name="file"; filename=%q`, name)}
+	h["Content-Type"] = []string{contentType}
+	part, _ := w.CreatePart(h)
+	_, _ = part.Write(data)
+	_ = w.Close()
+	req, _ := http.NewRequest("POST", base+"/object/upload", &body)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", w.FormDataContentType())
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var env map[string]any
+	raw, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(raw, &env); err != nil {
+		t.Fatalf("upload: %d %q", resp.StatusCode, raw)
+	}
+	return resp.StatusCode, env
+}
+
+func errReason(env map[string]any) string { return fmt.Sprint(env["err_msg"]) }
+
+// TestMediaEndToEnd runs the object routes on the embedded default (local
+// backend) with the real visibility rules: a picture sent to a group is
+// readable by its owner and a member, not by a member who left before it,
+// one who joined after it, or a stranger, nor by the member once recalled;
+// its URL works without a token, as an attachment, and not once altered.
+func TestMediaEndToEnd(t *testing.T) {
+	t.Parallel()
+	base, _, _ := startApp(t, embeddedConfig(t))
+	tok := map[string]string{}
+	for _, u := range []string{"mdalice", "mdbob", "mdcarol", "mddave", "mdeve"} {
+		tok[u] = user(t, base, u)
+	}
+	code, env := call(t, "POST", base+"/group/create", `{"name":"pics","member_ids":["mdbob","mdcarol"],"join_policy":"open"}`, tok["mdalice"])
+	if code != 200 {
+		t.Fatalf("create group: %d %v", code, env)
+	}
+	gid := dataField(env, "group_id")
+	if code, env := call(t, "POST", base+"/group/quit", fmt.Sprintf(`{"group_id":%q}`, gid), tok["mdcarol"]); code != 200 {
+		t.Fatalf("carol quits: %d %v", code, env)
+	}
+
+	img := image.NewRGBA(image.Rect(0, 0, 640, 480))
+	img.Set(1, 1, color.RGBA{255, 0, 0, 255})
+	var pngBuf bytes.Buffer
+	_ = png.Encode(&pngBuf, img)
+	code, env = uploadFile(t, base, tok["mdalice"], "holiday.png", "image/png", pngBuf.Bytes())
+	if code != 200 || dataField(env, "width") != "640" || dataField(env, "content_type") != "image/png" {
+		t.Fatalf("upload: %d %v", code, env)
+	}
+	objectID := dataField(env, "object_id")
+	code, env = uploadFile(t, base, tok["mdalice"], "notes.txt", "text/plain", []byte("plain notes"))
+	if code != 200 {
+		t.Fatalf("upload text: %d %v", code, env)
+	}
+	textID := dataField(env, "object_id")
+	if code, env := uploadFile(t, base, tok["mdalice"], "fake.png", "image/png", []byte("not a picture at all")); code != 400 || errReason(env) != "object_type_mismatch" {
+		t.Fatalf("text as png: %d %v", code, env)
+	}
+	if code, env := call(t, "POST", base+"/object/upload", `{"file":"x"}`, tok["mdalice"]); code != 415 {
+		t.Fatalf("JSON to /object/upload: %d %v", code, env)
+	}
+
+	send := func(who, cmid string, msgType int, ref string) (int, map[string]any) {
+		return call(t, "POST", base+"/msg/send", fmt.Sprintf(`{"client_msg_id":%q,"session_type":3,"group_id":%q,"msg_type":%d,"content":{%q:%s}}`,
+			cmid, gid, msgType, map[int]string{102: "image", 105: "file"}[msgType], ref), tok[who])
+	}
+	if code, env := send("mdalice", "p0", 102, fmt.Sprintf(`{"object_id":%q}`, textID)); code != 400 || errReason(env) != "object_type_mismatch" {
+		t.Fatalf("102 with a text file: %d %v", code, env)
+	}
+	if code, env := send("mdbob", "b0", 102, fmt.Sprintf(`{"object_id":%q}`, objectID)); code != 403 || errReason(env) != "object_access_denied" {
+		t.Fatalf("bob sends alice's unsent picture: %d %v", code, env)
+	}
+	code, env = send("mdalice", "p1", 102, fmt.Sprintf(`{"object_id":%q}`, objectID))
+	if code != 200 {
+		t.Fatalf("send picture: %d %v", code, env)
+	}
+	seq := dataField(env, "seq")
+	if code, env := call(t, "POST", base+"/group/join", fmt.Sprintf(`{"group_id":%q}`, gid), tok["mddave"]); code != 200 {
+		t.Fatalf("dave joins: %d %v", code, env)
+	}
+
+	urlOf := func(who string) (int, map[string]any) {
+		return call(t, "GET", base+"/object/url?object_id="+objectID, "", tok[who])
+	}
+	// The reference is recorded when the message is saved.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		code, env = urlOf("mdbob")
+		if code == 200 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling the save stage
+	}
+	if code != 200 {
+		t.Fatalf("member's URL: %d %v", code, env)
+	}
+	u := dataField(env, "url")
+	resp, err := http.Get(base + u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !bytes.Equal(got, pngBuf.Bytes()) || !strings.HasPrefix(resp.Header.Get("Content-Disposition"), "attachment") ||
+		resp.Header.Get("X-Content-Type-Options") != "nosniff" || resp.Header.Get("Content-Type") != "image/png" {
+		t.Fatalf("GET %s: %d, %d bytes, headers %v", u, resp.StatusCode, len(got), resp.Header)
+	}
+	tampered := strings.Replace(u, "sig=", "sig=A", 1)
+	if code, env := call(t, "GET", base+tampered, "", ""); code != 403 || errReason(env) != "object_url_invalid" {
+		t.Fatalf("tampered URL: %d %v", code, env)
+	}
+	for who, want := range map[string]int{"mdalice": 200, "mdcarol": 403, "mddave": 403, "mdeve": 403} {
+		if code, env := urlOf(who); code != want {
+			t.Errorf("%s: %d %v, want %d", who, code, env, want)
+		}
+	}
+	code, env = call(t, "POST", base+"/msg/pull_by_seqs", fmt.Sprintf(`{"conversation_id":"sg_%s","seqs":[%s]}`, gid, seq), tok["mdbob"])
+	if code != 200 {
+		t.Fatalf("pull: %d %v", code, env)
+	}
+	raw, _ := json.Marshal(env["data"])
+	if s := string(raw); !strings.Contains(s, `"object_id":"`+objectID+`"`) || !strings.Contains(s, `"has_thumbnail":true`) ||
+		!strings.Contains(s, `"sha256":"`) || strings.Contains(s, "/object/file") {
+		t.Fatalf("pulled message: %s", s)
+	}
+	if code, env := call(t, "GET", base+"/object/url?variant=thumbnail&object_id="+objectID, "", tok["mdbob"]); code != 200 {
+		t.Fatalf("thumbnail URL: %d %v", code, env)
+	}
+
+	if code, env := call(t, "POST", base+"/msg/revoke", fmt.Sprintf(`{"conversation_id":"sg_%s","seq":%s}`, gid, seq), tok["mdalice"]); code != 200 {
+		t.Fatalf("recall: %d %v", code, env)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		code, env = urlOf("mdbob")
+		if code == 403 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond) // polling the recall's save
+	}
+	if code != 403 || errReason(env) != "object_access_denied" {
+		t.Fatalf("after recall: %d %v", code, env)
+	}
+	if code, _ := urlOf("mdalice"); code != 200 {
+		t.Fatalf("owner after recall: %d", code)
+	}
+
+	// Multipart over HTTP: a Nexo-signed part URL, no token.
+	code, env = call(t, "POST", base+"/object/multipart/initiate", `{"name":"data.bin","size":11}`, tok["mdalice"])
+	if code != 200 {
+		t.Fatalf("initiate: %d %v", code, env)
+	}
+	var up struct {
+		UploadID string `json:"upload_id"`
+		Parts    []struct {
+			Number int    `json:"part_number"`
+			URL    string `json:"url"`
+		} `json:"parts"`
+	}
+	raw, _ = json.Marshal(env["data"])
+	_ = json.Unmarshal(raw, &up)
+	req, _ := http.NewRequest("PUT", base+up.Parts[0].URL, strings.NewReader("hello world"))
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	etag := strings.Trim(resp.Header.Get("ETag"), `"`)
+	if resp.StatusCode != 200 || etag == "" {
+		t.Fatalf("PUT part: %d etag %q", resp.StatusCode, etag)
+	}
+	code, env = call(t, "POST", base+"/object/multipart/complete", fmt.Sprintf(`{"upload_id":%q,"parts":[{"part_number":1,"etag":%q}]}`, up.UploadID, etag), tok["mdalice"])
+	if code != 200 || dataField(env, "size") != "11" || dataField(env, "sha256") != "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9" {
+		t.Fatalf("complete: %d %v", code, env)
+	}
+}

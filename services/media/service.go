@@ -277,7 +277,9 @@ func (s *Service) access(ctx context.Context, caller string, o *domain.Object) e
 		res, err := s.msgs.PullBySeqs(ctx, caller, conv, seqs)
 		if err != nil {
 			if errors.Is(err, domain.ErrNotConversationMember) || errors.Is(err, domain.ErrNotGroupMember) ||
-				errors.Is(err, domain.ErrMemberNotActive) || errors.Is(err, domain.ErrInvalidArgument) {
+				errors.Is(err, domain.ErrMemberNotActive) || errors.Is(err, domain.ErrInvalidArgument) ||
+				errors.Is(err, domain.ErrGroupNotFound) || errors.Is(err, domain.ErrUserNotFound) {
+				// Not a party of that conversation: this message does not count.
 				continue
 			}
 			return err

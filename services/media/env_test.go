@@ -35,7 +35,7 @@ const (
 
 // s3Config returns the test server's settings with a fresh bucket, or
 // fails under CI=true / skips elsewhere when it is not reachable.
-func s3Config(t *testing.T) configs.ObjectsS3 {
+func s3Config(t testing.TB) configs.ObjectsS3 {
 	t.Helper()
 	ep := os.Getenv(EnvS3Endpoint)
 	cfg := configs.ObjectsS3{Endpoint: ep, Region: "us-east-1", Bucket: strings.ReplaceAll(storetest.RandomName("nexo-t-"), "_", "-"),
@@ -138,7 +138,7 @@ func backends(t *testing.T, mod func(*configs.Objects), f func(t *testing.T, e *
 	}
 }
 
-func newEnv(t *testing.T, backend string, db *store.DB, mod func(*configs.Objects)) *env {
+func newEnv(t testing.TB, backend string, db *store.DB, mod func(*configs.Objects)) *env {
 	t.Helper()
 	cfg := testConfig()
 	if mod != nil {

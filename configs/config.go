@@ -37,6 +37,26 @@ type Config struct {
 	Metrics   Metrics   `koanf:"metrics"`
 	Search    Search    `koanf:"search"`
 	Objects   Objects   `koanf:"objects"`
+	// Retention: how long messages are kept, and what an account deletion
+	// erases (docs/privacy.md).
+	Retention Retention `koanf:"retention"`
+}
+
+// Retention configures message retention and account erasure
+// (docs/privacy.md).
+type Retention struct {
+	// MaxAge deletes messages older than this, in every conversation; 0
+	// keeps them forever (a conversation may still set a shorter
+	// retention of its own).
+	MaxAge time.Duration `koanf:"max_age"`
+	// EraseDeletedUsers deletes a deleted account's messages too; when
+	// false they stay, shown under the user_id the deletion reserved.
+	EraseDeletedUsers bool `koanf:"erase_deleted_users"`
+	// CleanInterval is the time between two sweeps of the cleaner (one
+	// instance of the cluster sweeps at a time).
+	CleanInterval time.Duration `koanf:"clean_interval"`
+	// CleanBatch is the most messages one delete statement removes.
+	CleanBatch int `koanf:"clean_batch"`
 }
 
 // Search configures message, user and group search (docs/search.md).
@@ -692,6 +712,9 @@ type Limits struct {
 	// happen count (not users already members, nor adds their
 	// group_invites refuses). The server API is not counted.
 	GroupAdded Rate `koanf:"group_added"`
+	// Export counts one user's data exports (GET /user/export); the
+	// server API's exports are not counted.
+	Export Rate `koanf:"export"`
 }
 
 // DeadLetters is the repeat-offender limit: Count dead-lettered messages
@@ -850,8 +873,10 @@ func Default() Config {
 			GroupInvite:  Rate{Rate: 500, Period: time.Hour, Burst: 500},
 			GroupAdded:   Rate{Rate: 30, Period: time.Hour, Burst: 30},
 			Search:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
+			Export:       Rate{Rate: 3, Period: time.Hour, Burst: 3},
 		},
-		Search: Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
+		Retention: Retention{CleanInterval: time.Minute, CleanBatch: 500},
+		Search:    Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500},
 		Objects: Objects{
 			S3:             ObjectsS3{Region: "us-east-1", UseSSL: true},
 			MaxDirectBytes: 32 << 20, MaxBytes: 2 << 30, PartSize: 8 << 20,

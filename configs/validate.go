@@ -169,6 +169,9 @@ func (c *Config) Validate() error {
 		{c.Cluster.DrainDelay >= 0 && c.Cluster.DrainDelay < c.HTTP.ShutdownTimeout, "cluster.drain_delay", "must be >= 0 and below http.shutdown_timeout"},
 		{c.Search.Timeout > 0, "search.timeout", "must be > 0"},
 		{c.Search.IndexBatch >= 1, "search.index_batch", "must be >= 1"},
+		{c.Retention.MaxAge == 0 || c.Retention.MaxAge >= time.Minute, "retention.max_age", "must be 0 (off) or >= 1m"},
+		{c.Retention.CleanInterval >= time.Second, "retention.clean_interval", "must be >= 1s"},
+		{c.Retention.CleanBatch >= 1 && c.Retention.CleanBatch <= 10000, "retention.clean_batch", "must be 1–10000"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
 		{oneOf(c.Objects.Backend, "", ObjectsBackendLocal, ObjectsBackendS3), "objects.backend", "allowed: local, s3 (empty: local in the embedded default, uploads off otherwise)"},
@@ -196,7 +199,7 @@ func (c *Config) Validate() error {
 		key string
 		r   Rate
 	}{{"limits.login_ip", c.Limits.LoginIP}, {"limits.login_account", c.Limits.LoginAccount}, {"limits.register_ip", c.Limits.RegisterIP},
-		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search}, {"objects.upload", c.Objects.Upload}} {
+		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search}, {"limits.export", c.Limits.Export}, {"objects.upload", c.Objects.Upload}} {
 		checks = append(checks, struct {
 			ok       bool
 			key, msg string

@@ -31,6 +31,7 @@ var migrations = []migration{
 	{8, "deployment: the database's identity and the Redis key prefix it belongs to", migrateDeployment},
 	{9, "users.dm_policy, user_blocks (who may write to a user)", migrateBlocks},
 	{10, "groups.muted, group_members.mute_until (group moderation)", migrateGroupMutes},
+	{15, "deleted_users, conversation_retention, conversations.cleared_seq (data rights)", migratePrivacy},
 	{27, "objects, object_refs (uploads, docs/media.md)", migrateObjects},
 }
 

@@ -102,6 +102,10 @@ type conversationRow struct {
 	// reached this seq; it stays out of the list until a message above it.
 	// 0 = never deleted.
 	HiddenSeq int64 `gorm:"column:hidden_seq;not null;default:0"`
+	// ClearedSeq (migration 15): the owner cleared the history up to this
+	// seq (POST /conversation/clear); their pulls serve nothing at or
+	// below it. 0 = never cleared.
+	ClearedSeq int64 `gorm:"column:cleared_seq;not null;default:0"`
 }
 
 func (conversationRow) TableName() string { return "conversations" }

@@ -22,12 +22,19 @@ const existingChunk = 500
 
 // Create inserts u with CreatedAt = UpdatedAt = now and returns the stored
 // user. A taken ID is domain.ErrUserExists, also when it differs from the
-// taken one only in letter case (unique on id_norm). Field lengths are the caller's
+// taken one only in letter case (unique on id_norm), and the ID of a
+// deleted account (store.PrivacyRepo.EraseUser). Field lengths are the caller's
 // to check (domain.MaxNicknameLen, ...); the schema refuses longer values
 // on MySQL.
 func (r *UserRepo) Create(ctx context.Context, u domain.User) (domain.User, error) {
 	now := nowMillis()
 	norm := domain.NormalizeUserID(u.ID)
+	// A deleted account's ID stays reserved (docs/privacy.md).
+	if taken, err := reserved(r.db.Gorm.WithContext(ctx), u.ID); err != nil {
+		return domain.User{}, err
+	} else if taken {
+		return domain.User{}, fmt.Errorf("create user %q: reserved by a deleted account: %w", u.ID, domain.ErrUserExists)
+	}
 	row := userRow{ID: u.ID, IDNorm: &norm, Nickname: u.Nickname, Avatar: u.Avatar, PasswordHash: u.PasswordHash,
 		GroupInvites: string(u.GroupInvites.OrDefault()), DMPolicy: string(u.DMPolicy.OrDefault()), CreatedAt: now, UpdatedAt: now}
 	err := mapErr(r.db.Gorm.WithContext(ctx).Create(&row).Error, domain.ErrUserNotFound)

@@ -31,6 +31,7 @@ import (
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/services/presence"
+	"github.com/nexo-im/nexo/services/privacy"
 	"github.com/nexo-im/nexo/services/search"
 	"github.com/nexo-im/nexo/services/sync"
 	"github.com/nexo-im/nexo/store"
@@ -109,6 +110,10 @@ type App struct {
 	// Integration: set by buildMessaging and buildIntegration.
 	chat   *chat.Service
 	groups *group.Service
+	// privacy is account deletion, export, retention and clearing;
+	// cleaner its retention sweeper (cmd/app/privacy.go).
+	privacy *privacy.Service
+	cleaner *privacy.Cleaner
 	// search is message, user and group search; nil when search.enabled is off.
 	search   *search.Service
 	members  *group.Members

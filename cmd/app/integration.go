@@ -147,6 +147,7 @@ func (a *App) buildIntegration(hooks webhooks, members *group.Members, convs *st
 	serverapi.New(serverapi.Deps{
 		Keys: a.cfg.ServerAPI.Keys, Users: a.users, Accounts: a.accounts,
 		Chat: a.chat, Groups: a.groups.ForApp(), Presence: pres.API, Search: a.search,
+		Privacy:      a.privacy,
 		SystemUserID: "system", MaxBody: a.cfg.HTTP.MaxBodyBytes, Log: a.log,
 	}).Register(a.server)
 }

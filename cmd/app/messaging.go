@@ -212,6 +212,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	a.resender = sync.NewResender(sync.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
 		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log, Audit: audit})
 
+	a.buildPrivacy(access, members, puller)
 	a.buildIntegration(hooks, members, convRepo)
 
 	// Without KeepHijackedConns Hertz ignores Close on a hijacked

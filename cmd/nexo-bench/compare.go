@@ -25,6 +25,7 @@ var headlines = []headline{
 	{"lag_p99_ms", "accepted→saved p99 ms", func(r *Result) float64 { return r.Latency.Lag.P99 }, false},
 	{"delivery_p99_ms", "delivery p99 ms", func(r *Result) float64 { return r.Latency.Delivery.P99 }, false},
 	{"delivery_p999_ms", "delivery p99.9 ms", func(r *Result) float64 { return r.Latency.Delivery.P999 }, false},
+	{"searchable_p99_ms", "searchable after ACK(saved) p99 ms", func(r *Result) float64 { return r.Latency.Searchable.P99 }, false},
 	{"failures", "correctness failures", func(r *Result) float64 { return float64(r.Correctness.failures() + sumErrors(r.Errors)) }, false},
 	{"process_cores", "bench process CPU (cores)", func(r *Result) float64 { return r.Usage.ProcessCores }, true},
 	{"other_cores", "other processes' CPU (cores)", func(r *Result) float64 { return r.Usage.OtherCores }, true},

@@ -74,6 +74,8 @@ func benchEnv(so serverOptions, prefix string) []string {
 		"NEXO_LIMITS_LOGIN_IP_RATE=0",
 		"NEXO_LIMITS_LOGIN_ACCOUNT_RATE=0",
 		"NEXO_LIMITS_REGISTER_IP_RATE=0",
+		// --search-probe searches every 20 ms per probed message.
+		"NEXO_LIMITS_SEARCH_RATE=0",
 		"NEXO_HTTP_MAX_CONNS_PER_IP=0",
 		"NEXO_LOG_LEVEL=warn",
 		"NEXO_METRICS_TOKEN=" + benchMetricsToken, // read by the bench's scrapes (api.metricsToken)

@@ -299,6 +299,7 @@ var shortNames = map[string]string{
 	"group-10x10":     "10 groups × 11 members online, 500 msg/s",
 	"group-500":       "one 500-member group online, 20 msg/s (notify mode)",
 	"reconnect":       "50 pairs, 500 msg/s, half the receivers dropped 2 s",
+	"search-1k":       "50 pairs, 1,000 msg/s, 1 in 50 searched after ACK(saved)",
 }
 
 // check marks a figure against an upper bound: "✓" when below it.

@@ -47,6 +47,9 @@ type options struct {
 	Repeat     int
 	Quiet      bool
 	CPUProfile string
+	// SearchProbe: every SearchProbe-th message carries a word of its own
+	// and is searched for after its ACK(saved) (0 = off).
+	SearchProbe int
 	// compareSettings is --compare when it names start-time settings: B
 	// is then a second in-process server at CompareURL (compareSettings).
 	compareSettings string
@@ -110,6 +113,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.CompareURL, "compare-url", "", "remote: run against this second deployment, alternating with --url")
 	fs.IntVar(&o.Repeat, "repeat", 3, "with --compare/--compare-url: runs per side (medians are reported)")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress line")
+	fs.IntVar(&o.SearchProbe, "search-probe", 0, "single/group: every Nth message carries a word of its own, and after its ACK(saved) its sender searches for it (POST /msg/search, every 20 ms, 5 s at most): reports how soon a saved message is searchable; 0 = off")
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (with --inprocess: server and client together) here")
 	o.Server.register(fs)
 }
@@ -136,6 +140,9 @@ func (o *options) check() error {
 	}
 	if o.Rate < 0 {
 		bad("--rate must not be negative")
+	}
+	if o.SearchProbe < 0 || o.SearchProbe > 0 && o.Scenario != "single" && o.Scenario != "group" {
+		bad("--search-probe must be 0 or positive, and only with --scenario single or group")
 	}
 	if o.Rate == 0 && o.Inflight < 1 {
 		bad("--inflight must be at least 1 in the closed loop (--rate 0)")

@@ -45,7 +45,8 @@ type msgRec struct {
 	delivered int32 // recipients that got it by push (or notify-mode pull)
 	recovered int32 // recipients that got it by a gap-fill pull
 	reason    string
-	failed    bool // a save_failed error push named it
+	failed    bool   // a save_failed error push named it
+	probe     string // --search-probe: the word only this message carries
 	timedOut  bool
 	measured  bool
 	finished  bool
@@ -68,6 +69,14 @@ type recorder struct {
 
 	hAcc, hSaved, hLag, hDel, hSendDelay, hRecover *latencyHist
 	tl                                             timeline
+
+	// --search-probe: every probeEvery-th message is a probe; onProbe
+	// starts its search once it is saved (called with mu held: it must not
+	// block). hSearch holds ACK(saved)→found.
+	probeEvery          int
+	onProbe             func(m *msgRec, savedAt int64)
+	hSearch             *latencyHist
+	probes, probeMisses int64
 
 	win, tot     eventCounts
 	errors       map[string]int64
@@ -115,8 +124,35 @@ func newRecorder(clk *clock, tag string, from, to int64, await string) *recorder
 		clk: clk, tag: tag, from: from, to: to, await: await, errors: map[string]int64{},
 		convFirst: map[string]int64{}, convLast: map[string]int64{},
 		hAcc: newLatencyHist(), hSaved: newLatencyHist(), hLag: newLatencyHist(), hDel: newLatencyHist(),
-		hSendDelay: newLatencyHist(), hRecover: newLatencyHist(),
+		hSendDelay: newLatencyHist(), hRecover: newLatencyHist(), hSearch: newLatencyHist(),
 	}
+}
+
+// probeWord is the word message clientMsgID carries when it is a search
+// probe, "" otherwise: letters and digits only, so every backend's
+// tokenizer keeps it whole, and unique to the run and the message.
+func (r *recorder) probeWord(clientMsgID string) string {
+	if r.probeEvery <= 0 {
+		return ""
+	}
+	id, err := strconv.Atoi(clientMsgID[strings.LastIndexByte(clientMsgID, '-')+1:])
+	if err != nil || id%r.probeEvery != 0 {
+		return ""
+	}
+	return "nxq" + r.tag + "q" + strconv.Itoa(id)
+}
+
+// recordProbe records a search probe's outcome: found after lag
+// nanoseconds from its ACK(saved), or not found in time.
+func (r *recorder) recordProbe(m *msgRec, found bool, lag int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.probes++
+	if !found {
+		r.probeMisses++
+		return
+	}
+	m.observe(nil, r.hSearch, lag)
 }
 
 func (r *recorder) inWindow(at int64) bool { return at >= r.from && at < r.to }
@@ -152,6 +188,7 @@ func (r *recorder) newMsg(from *conn, to *target, sched, sent int64, slot chan s
 	defer r.mu.Unlock()
 	id := len(r.msgs)
 	r.msgs = append(r.msgs, m)
+	m.probe = r.probeWord(r.clientMsgID(id))
 	r.outstanding++
 	r.count(sent, func(c *eventCounts) *int64 { return &c.sent })
 	m.observe(nil, r.hSendDelay, sent-sched)
@@ -323,6 +360,9 @@ func (r *recorder) onSaved(clientMsgID string, seq, at int64) {
 func (r *recorder) markSaved(m *msgRec, at int64) {
 	m.saved = at
 	r.count(at, func(c *eventCounts) *int64 { return &c.saved })
+	if m.probe != "" && r.onProbe != nil {
+		r.onProbe(m, at)
+	}
 	m.observe(nil, r.hSaved, at-m.sched)
 	if m.acked != 0 {
 		r.recordLag(m, at)

@@ -86,6 +86,10 @@ type Counts struct {
 	DeliveredByPull    int64 `json:"delivered_by_notify_pull"`
 	Recovered          int64 `json:"recovered_by_gap_fill"`
 	RecoveredByResend  int64 `json:"recovered_by_resend"`
+	// SearchProbes are --search-probe's searched messages; SearchMisses
+	// those not found within 5 s of their ACK(saved).
+	SearchProbes int64 `json:"search_probes,omitempty"`
+	SearchMisses int64 `json:"search_misses,omitempty"`
 }
 
 // Throughput is events per second inside the measurement window.
@@ -104,6 +108,9 @@ type Latencies struct {
 	Delivery  Percentiles `json:"delivery"`
 	SendDelay Percentiles `json:"send_delay"`
 	Recovery  Percentiles `json:"gap_fill,omitzero"`
+	// Searchable is --search-probe's ACK(saved) → first search that finds
+	// the message (its sender's, inside the conversation).
+	Searchable Percentiles `json:"searchable_after_saved,omitzero"`
 }
 
 // Correctness counters: all zero on a healthy run.
@@ -226,7 +233,9 @@ func (r *recorder) finish(conns []*conn) Result {
 		}
 	}
 	res.Latency = Latencies{Accepted: r.hAcc.summary(), Saved: r.hSaved.summary(), Lag: r.hLag.summary(),
-		Delivery: r.hDel.summary(), SendDelay: r.hSendDelay.summary(), Recovery: r.hRecover.summary()}
+		Delivery: r.hDel.summary(), SendDelay: r.hSendDelay.summary(), Recovery: r.hRecover.summary(),
+		Searchable: r.hSearch.summary()}
+	c.SearchProbes, c.SearchMisses = r.probes, r.probeMisses
 	res.Curves = map[string][][2]float64{
 		"accepted": r.hAcc.curve(), "saved": r.hSaved.curve(), "accepted_to_saved": r.hLag.curve(), "delivery": r.hDel.curve(),
 	}

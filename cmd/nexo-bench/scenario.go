@@ -4,8 +4,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"runtime"
 	"strings"
@@ -80,6 +82,17 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 	rec := newRecorder(s.clk, tag, from, end, o.Await)
 	rec.tl.origin = start // timeline seconds count from when sending starts, as the captions say
 	rec.pulls = func(c *conn, conv string) { go s.notifyPull(ctx, rec, c, conv) }
+	var probes sync.WaitGroup
+	if o.SearchProbe > 0 {
+		rec.probeEvery = o.SearchProbe
+		rec.onProbe = func(m *msgRec, savedAt int64) {
+			probes.Add(1)
+			go func() {
+				defer probes.Done()
+				s.searchProbe(ctx, rec, m, savedAt)
+			}()
+		}
+	}
 	s.router.cur.Store(rec)
 
 	var rc *reconnector
@@ -100,6 +113,7 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 		rc.wait()
 	}
 	s.drain(ctx, rec)
+	probes.Wait()
 	stop()
 	res := rec.finish(s.topo.conns)
 	if rc != nil {
@@ -253,5 +267,44 @@ func randomTag() string {
 func (s *session) close() {
 	for _, w := range s.topo.teardown(context.Background()) {
 		fmt.Fprintln(s.log, "cleanup:", w)
+	}
+}
+
+// Search probes (--search-probe) poll every probeInterval for probeTimeout
+// at most.
+const (
+	probeInterval = 20 * time.Millisecond
+	probeTimeout  = 5 * time.Second
+)
+
+// searchProbe searches, as m's sender and inside m's conversation, for the
+// word only m carries until a result comes back, and records how long
+// after m's ACK(saved) (at savedAt) that was; not found within
+// probeTimeout (or refused) counts as a miss. A too_many_requests answer
+// waits as asked.
+func (s *session) searchProbe(ctx context.Context, rec *recorder, m *msgRec, savedAt int64) {
+	body := map[string]any{"keyword": m.probe, "conversation_id": m.to.conv, "limit": 1}
+	t := time.NewTicker(probeInterval)
+	defer t.Stop()
+	for {
+		var out struct {
+			Results []json.RawMessage `json:"results"`
+		}
+		err := s.topo.api.call(ctx, http.MethodPost, "/msg/search", m.from.token, body, &out)
+		now := s.clk.now()
+		switch {
+		case err == nil && len(out.Results) > 0:
+			rec.recordProbe(m, true, now-savedAt)
+			return
+		case err != nil && reasonOf(err) != "too_many_requests", now-savedAt >= int64(probeTimeout):
+			rec.recordProbe(m, false, 0)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			rec.recordProbe(m, false, 0)
+			return
+		case <-t.C:
+		}
 	}
 }

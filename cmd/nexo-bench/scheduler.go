@@ -131,7 +131,14 @@ func (s *sender) send(clk *clock, rec *recorder, l load, due int64, slot chan st
 		b = append(b, s.to.recvID...)
 	}
 	b = append(b, `","msg_type":101,"content":{"text":`...)
-	b = append(b, l.text...)
+	if w := rec.probeWord(cmid); w != "" {
+		b = append(b, '"')
+		b = append(b, w...)
+		b = append(b, ' ')
+		b = append(b, l.text[1:]...) // the payload's opening quote replaced
+	} else {
+		b = append(b, l.text...)
+	}
 	b = append(b, `}}}`...)
 	s.buf = b
 	if err := c.writeRaw(b); err != nil {

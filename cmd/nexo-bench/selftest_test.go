@@ -34,6 +34,7 @@ func TestSelf(t *testing.T) {
 		{"single open loop", "", func(o *options) { o.Pairs, o.Rate = 4, 200 }},
 		{"single closed loop until saved", "", func(o *options) { o.Pairs, o.Rate, o.Inflight, o.Await = 3, 0, 2, ackSaved }},
 		{"single two-phase off", "two_phase.enabled=false", func(o *options) { o.Pairs, o.Rate = 3, 100 }},
+		{"single with search probes", "", func(o *options) { o.Pairs, o.Rate, o.SearchProbe = 3, 100, 10 }},
 		{"group", "", func(o *options) { o.Scenario, o.Groups, o.Members, o.Rate = "group", 2, 4, 100 }},
 		{"group, part online", "", func(o *options) {
 			o.Scenario, o.Groups, o.Members, o.OnlineShare, o.Rate = "group", 1, 6, 0.5, 100
@@ -65,6 +66,15 @@ func TestSelf(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertHealthy(t, &res)
+			if o.SearchProbe > 0 {
+				c := res.Counts
+				// One message in ten is a probe; the measured ones are in the histogram.
+				if c.SearchProbes < c.Messages/10 || c.SearchMisses != 0 || res.Latency.Searchable.Count == 0 ||
+					res.Latency.Searchable.Count > c.SearchProbes {
+					t.Errorf("search probes %d of %d messages, %d not found, %d in the histogram",
+						c.SearchProbes, c.Messages, c.SearchMisses, res.Latency.Searchable.Count)
+				}
+			}
 		})
 	}
 }

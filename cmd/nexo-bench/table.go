@@ -81,6 +81,9 @@ func writeMessages(w io.Writer, r *Result) {
 	if l.Recovery.Count > 0 {
 		row("recovered after reconnect", l.Recovery)
 	}
+	if l.Searchable.Count > 0 {
+		row("searchable after ACK(saved)", l.Searchable)
+	}
 	tw.Flush()
 	c, k := r.Counts, r.Correctness
 	fmt.Fprintf(w, "   messages %d (measured %d): accepted %d (answer accepted %d, saved %d), saved %d, refused %d; deliveries %d of %d expected",
@@ -90,6 +93,9 @@ func writeMessages(w io.Writer, r *Result) {
 	}
 	if c.Recovered > 0 {
 		fmt.Fprintf(w, "; %d recovered after a reconnect (%d of them pushed to the new session: resend or in flight)", c.Recovered, c.RecoveredByResend)
+	}
+	if c.SearchProbes > 0 {
+		fmt.Fprintf(w, "; search probes %d, not found within 5 s %d", c.SearchProbes, c.SearchMisses)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "   correctness: lost unsaved %d, lost deliveries %d, unanswered %d, duplicates raw %d / after dedupe %d, seq conflicts %d,\n",

@@ -22,6 +22,7 @@ import (
 	"github.com/nexo-im/nexo/services/account"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
+	"github.com/nexo-im/nexo/services/privacy"
 	"github.com/nexo-im/nexo/services/search"
 )
 
@@ -43,6 +44,10 @@ type Deps struct {
 	// Search serves /api/msg/search, /api/user/search and
 	// /api/group/search; nil when search.enabled is off.
 	Search *search.Service
+	// Privacy serves /api/user/delete (the full account deletion) and
+	// /api/user/export; nil falls back to account.Service.DeleteUser and
+	// leaves the export out.
+	Privacy *privacy.Service
 	// SystemUserID is the sender of notifications sent "as the system".
 	SystemUserID string
 	MaxBody      int
@@ -88,6 +93,9 @@ func (a *API) Register(r routes.HTTP) {
 		g.Route(rt.method, rt.path, rt.h, false)
 	}
 	a.registerGroups(g)
+	if a.d.Privacy != nil {
+		g.Route("GET", "/api/user/export", a.exportUser, false)
+	}
 	if a.d.Search != nil {
 		routes.SearchServerAPI(g, a.d.Search, a.actingUser, a.d.Log)
 	}

@@ -5,8 +5,11 @@ import (
 
 	"github.com/cloudwego/hertz/pkg/app"
 
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/api"
+	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/services/account"
+	"github.com/nexo-im/nexo/services/privacy"
 )
 
 // The user and token routes: each binds its body and calls the account
@@ -66,11 +69,31 @@ func (a *API) enableUser(ctx context.Context, c *app.RequestContext) {
 	})(ctx, c)
 }
 
-// deleteUser handles POST /api/user/delete → {}.
+// deleteUser handles POST /api/user/delete → what the deletion did
+// (privacy.Service.Delete: tokens and sessions ended everywhere, groups
+// handed over or dismissed, profile erased, user_id reserved).
 func (a *API) deleteUser(ctx context.Context, c *app.RequestContext) {
-	userOp(a, func(ctx context.Context, r account.UserRequest) (struct{}, error) {
-		return struct{}{}, a.d.Accounts.DeleteUser(ctx, r.UserID)
+	if a.d.Privacy == nil {
+		userOp(a, func(ctx context.Context, r account.UserRequest) (struct{}, error) {
+			return struct{}{}, a.d.Accounts.DeleteUser(ctx, r.UserID)
+		})(ctx, c)
+		return
+	}
+	userOp(a, func(ctx context.Context, r account.UserRequest) (privacy.DeletedJSON, error) {
+		return a.d.Privacy.Delete(ctx, r.UserID)
 	})(ctx, c)
+}
+
+// exportUser handles GET /api/user/export?user_id= → the user's data,
+// streamed as GET /user/export streams it; not rate-limited (the app's
+// backend decides). 404 user_not_found.
+func (a *API) exportUser(ctx context.Context, c *app.RequestContext) {
+	id := string(c.Query("user_id"))
+	if err := domain.CheckID("user_id", id); err != nil {
+		api.WriteError(ctx, c, a.d.Log, err)
+		return
+	}
+	routes.StreamExport(ctx, c, a.d.Privacy, id, a.d.Log)
 }
 
 // issueToken handles POST /api/token → {token, expire_at}: the app's "log

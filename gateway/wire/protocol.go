@@ -19,6 +19,12 @@ const (
 	// ReqSearchMsg: the body of POST /msg/search; the answer is its data
 	// (docs/search.md).
 	ReqSearchMsg = 1105
+	// ReqClearConversation: the body of POST /conversation/clear
+	// (docs/privacy.md).
+	ReqClearConversation = 1116
+	// ReqSetRetention: the body of POST /conversation/set_retention
+	// (docs/privacy.md).
+	ReqSetRetention = 1117
 )
 
 // Push identifiers, server -> client.

@@ -37,8 +37,16 @@ type InFlight interface {
 	InFlight(ctx context.Context, conversationID string) ([]int64, error)
 }
 
+// Cleared is the seq up to which a user cleared a conversation's history
+// for themselves (privacy.Service.ClearedSeq); nothing at or below it is
+// served to them.
+type Cleared interface {
+	ClearedSeq(ctx context.Context, userID, conversationID string) (int64, error)
+}
+
 // Puller serves pulls.
 type Puller struct {
+	cleared  Cleared
 	reader   Reader
 	ranges   *rangeLookup // reader's Range, shared by concurrent pulls of one window
 	seqs     MaxSeqs
@@ -114,8 +122,16 @@ type PullResult struct {
 	PendingSeqs []int64 `json:"pending_seqs,omitempty"`
 }
 
+// WithCleared makes the puller honour each user's cleared history
+// (POST /conversation/clear): one indexed read per pull. It returns p.
+func (p *Puller) WithCleared(c Cleared) *Puller {
+	p.cleared = c
+	return p
+}
+
 // Bounds returns userID's visible [minSeq, maxSeq] in a conversation:
-// maxSeq is the highest saved seq, capped for a member who left. Errors:
+// maxSeq is the highest saved seq, capped for a member who left; minSeq
+// is above the seq the user cleared the history up to (WithCleared). Errors:
 // domain.ErrNotConversationMember, domain.ErrInvalidArgument for a
 // malformed conversation_id.
 func (p *Puller) Bounds(ctx context.Context, userID, conversationID string) (int64, int64, error) {
@@ -144,6 +160,13 @@ func (p *Puller) Bounds(ctx context.Context, userID, conversationID string) (int
 	}
 	if capSeq > 0 {
 		maxSeq = min(maxSeq, capSeq)
+	}
+	if p.cleared != nil {
+		cleared, err := p.cleared.ClearedSeq(ctx, userID, conversationID)
+		if err != nil {
+			return 0, 0, err
+		}
+		minSeq = max(minSeq, cleared+1)
 	}
 	return minSeq, maxSeq, nil
 }

@@ -1,0 +1,105 @@
+package routes
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/cloudwego/hertz/pkg/app"
+
+	"github.com/nexo-im/nexo/gateway/api"
+	"github.com/nexo-im/nexo/gateway/auth"
+	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/services/privacy"
+)
+
+// ExportLimiter counts one user's data exports, shared by every instance
+// (limits.export): nil when allowed, else too_many_requests with a
+// retry-after.
+type ExportLimiter interface {
+	AllowExport(ctx context.Context, userID string) error
+}
+
+// exportTimeout bounds one export stream, so a client that stops reading
+// does not hold its goroutine forever.
+const exportTimeout = time.Hour
+
+// Privacy is the privacy service's routes (docs/privacy.md): account
+// deletion, export, clearing a conversation, retention.
+type Privacy struct {
+	svc     *privacy.Service
+	limit   ExportLimiter
+	maxBody int
+	log     *slog.Logger
+}
+
+// NewPrivacy returns the routes; limit may be nil (no limit).
+func NewPrivacy(svc *privacy.Service, limit ExportLimiter, maxBody int, log *slog.Logger) *Privacy {
+	return &Privacy{svc: svc, limit: limit, maxBody: maxBody, log: log}
+}
+
+// Register mounts POST /user/delete, GET /user/export, POST
+// /conversation/clear, POST /conversation/set_retention, GET
+// /conversation/retention (all authenticated) and WS 1116 (clear) and 1117
+// (set retention).
+func (h *Privacy) Register(r HTTP, w WS) {
+	r.Route("POST", "/user/delete", api.JSON(h.maxBody, h.log, h.svc.DeleteOwn), true)
+	r.Route("GET", "/user/export", h.export, true)
+	r.Route("POST", "/conversation/clear", api.JSON(h.maxBody, h.log, h.svc.Clear), true)
+	r.Route("POST", "/conversation/set_retention", api.JSON(h.maxBody, h.log, h.svc.SetRetention), true)
+	r.Route("GET", "/conversation/retention", h.retention, true)
+	w.Handle(wire.ReqClearConversation, api.Frame(h.svc.Clear))
+	w.Handle(wire.ReqSetRetention, api.Frame(h.svc.SetRetention))
+}
+
+// export handles GET /user/export → the caller's data, streamed
+// (privacy.Service.Export), counted against limits.export.
+func (h *Privacy) export(ctx context.Context, c *app.RequestContext) {
+	claims, _ := auth.ClaimsOf(c)
+	if h.limit != nil {
+		if err := h.limit.AllowExport(ctx, claims.UserID); err != nil {
+			api.WriteError(ctx, c, h.log, err)
+			return
+		}
+	}
+	StreamExport(ctx, c, h.svc, claims.UserID, h.log)
+}
+
+// StreamExport answers userID's export as a chunked application/json
+// body written while it is read from the database (constant memory); an
+// unknown user is answered as an error before the stream begins. The
+// server API's export uses it too.
+func StreamExport(ctx context.Context, c *app.RequestContext, svc *privacy.Service, userID string, log *slog.Logger) {
+	if err := svc.Exportable(ctx, userID); err != nil {
+		api.WriteError(ctx, c, log, err)
+		return
+	}
+	pr, pw := io.Pipe()
+	// The stream outlives the handler: Hertz reads the pipe after it
+	// returns, and closes it if the client goes away, which stops Export.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exportTimeout)
+	go func() {
+		defer cancel()
+		err := svc.Export(sctx, userID, pw)
+		if err != nil {
+			log.Warn("export ended early", "user_id", userID, "err", err)
+		}
+		_ = pw.CloseWithError(err)
+	}()
+	c.Response.Header.Set("Content-Type", "application/json; charset=utf-8")
+	c.Response.Header.Set("Content-Disposition", `attachment; filename="nexo-export-`+userID+`.json"`)
+	c.SetBodyStream(pr, -1)
+}
+
+// retention handles GET /conversation/retention?conversation_id= →
+// {conversation_id, retention_seconds, effective_seconds}.
+func (h *Privacy) retention(ctx context.Context, c *app.RequestContext) {
+	claims, _ := auth.ClaimsOf(c)
+	res, err := h.svc.Retention(ctx, claims.UserID, string(c.Query("conversation_id")))
+	if err != nil {
+		api.WriteError(ctx, c, h.log, err)
+		return
+	}
+	api.WriteOK(c, res)
+}

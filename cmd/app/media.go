@@ -58,7 +58,7 @@ func (a *App) buildMedia(ctx context.Context) (mediaParts, error) {
 	parts.svc = media.NewService(media.Deps{Config: a.cfg.Objects, Repo: store.NewObjectRepo(a.db), Storage: st,
 		Messages: parts.msgs, Registry: a.metrics, Log: a.log})
 	a.add(component{name: "thumbnails", run: parts.svc.Thumbnails().Run})
-	cleaner := media.NewCleaner(parts.svc, a.rdb, a.keys.Key("objects", "cleaner"), a.consumerName())
+	cleaner := media.NewCleaner(parts.svc, store.NewLease(a.rdb, a.keys, "objects-cleaner"), a.consumerName())
 	a.add(component{name: "object cleaner", run: cleaner.Run})
 	a.log.Info("uploads on", "backend", a.cfg.Objects.Backend, "dir", a.cfg.Objects.Local.Dir)
 	return parts, nil

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/nexo-im/nexo/domain"
 )
 
@@ -16,29 +14,35 @@ const cleanBatch = 500
 // Cleaner deletes, every objects.clean_interval, the objects no message
 // references after objects.orphan_ttl (message uploads never sent, and
 // multipart uploads never completed), requeues thumbnails whose stage
-// died, and refreshes the stored-bytes gauge. One instance at a time runs
-// a pass: the pass is taken with SET NX PX on a Redis key for one
-// interval, so a pass that ends within its interval never overlaps
-// another. Objects carried by a message are never deleted, whatever
-// became of the message (recalled, deleted for a user), so another message
-// carrying the same object keeps working.
+// died, and refreshes the stored-bytes gauge. One instance of a cluster at
+// a time runs passes: the one holding the lease, renewed at every pass
+// for two intervals, so another takes over when the holder dies. Objects
+// carried by a message are never deleted, whatever became of the message
+// (recalled, deleted for a user), so another message carrying the same
+// object keeps working.
 type Cleaner struct {
 	s        *Service
-	rdb      redis.UniversalClient
-	key      string
+	lease    Lease
 	instance string
 }
 
-// NewCleaner returns the cleaner; key is the Redis key of the pass lease
-// (under the deployment's prefix), instance this process's name.
-func NewCleaner(s *Service, rdb redis.UniversalClient, key, instance string) *Cleaner {
-	return &Cleaner{s: s, rdb: rdb, key: key, instance: instance}
+// Lease is the cleaner's lease (store.Lease): Acquire takes it when free
+// and renews it for its holder.
+type Lease interface {
+	Acquire(ctx context.Context, holder string, ttl time.Duration) (bool, error)
+	Release(ctx context.Context, holder string) error
+}
+
+// NewCleaner returns the cleaner; instance is this process's name.
+func NewCleaner(s *Service, lease Lease, instance string) *Cleaner {
+	return &Cleaner{s: s, lease: lease, instance: instance}
 }
 
 // Run runs a pass every interval until ctx ends.
 func (c *Cleaner) Run(ctx context.Context) error {
 	t := time.NewTicker(c.s.cfg.CleanInterval)
 	defer t.Stop()
+	defer func() { _ = c.lease.Release(context.WithoutCancel(ctx), c.instance) }()
 	for {
 		if _, err := c.Pass(ctx); err != nil && ctx.Err() == nil {
 			c.s.log.Warn("object cleaner", "err", err)
@@ -51,10 +55,11 @@ func (c *Cleaner) Run(ctx context.Context) error {
 	}
 }
 
-// Pass takes the lease and, if it got it, runs one pass; it returns how
-// many objects it deleted (0 and nil when another instance has the pass).
+// Pass takes or renews the lease and, holding it, runs one pass; it
+// returns how many objects it deleted (0 and nil when another instance
+// holds the lease).
 func (c *Cleaner) Pass(ctx context.Context) (int, error) {
-	ok, err := c.rdb.SetNX(ctx, c.key, c.instance, c.s.cfg.CleanInterval).Result()
+	ok, err := c.lease.Acquire(ctx, c.instance, 2*c.s.cfg.CleanInterval)
 	if err != nil || !ok {
 		return 0, err
 	}

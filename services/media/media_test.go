@@ -21,6 +21,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/services/media"
+	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
 )
 
@@ -415,6 +416,7 @@ func TestCleaner(t *testing.T) {
 	backends(t, nil, func(t *testing.T, e *env) {
 		ctx := context.Background()
 		rdb, prefix := storetest.Redis(t)
+		keys := store.Keys{Prefix: prefix}
 		sent, _ := upload(e, "alice", "a.png", "", pngBytes(t, 10, 10))
 		unsent, _ := upload(e, "alice", "b.png", "", pngBytes(t, 10, 10))
 		up, err := e.svc.Initiate(ctx, "alice", media.InitiateRequest{Name: "c.bin", Size: 10})
@@ -424,16 +426,19 @@ func TestCleaner(t *testing.T) {
 		e.putPart(t, up.Parts[0].URL, 1, []byte("0123456789"))
 		_ = e.svc.AfterSave(ctx, []domain.Message{{ConversationID: "si_a_b", Seq: 1, MsgType: domain.MsgPicture,
 			Content: domain.Content{Image: `{"object_id":"` + sent.ObjectID + `"}`}}}, nil)
-		a := media.NewCleaner(e.svc, rdb, prefix+":objects:cleaner", "a")
-		b := media.NewCleaner(e.svc, rdb, prefix+":objects:cleaner", "b")
+		lease := store.NewLease(rdb, keys, "objects-cleaner")
+		a := media.NewCleaner(e.svc, lease, "a")
+		b := media.NewCleaner(e.svc, lease, "b")
 		if n, err := a.Pass(ctx); err != nil || n != 0 {
 			t.Fatalf("pass before orphan_ttl: %d %v", n, err)
 		}
 		e.clock.Add(2 * time.Hour)
 		if n, err := b.Pass(ctx); err != nil || n != 0 {
-			t.Fatalf("b ran while a's pass lease holds: %d %v", n, err)
+			t.Fatalf("b ran while a holds the lease: %d %v", n, err)
 		}
-		rdb.Del(ctx, prefix+":objects:cleaner")
+		if err := lease.Release(ctx, "a"); err != nil { // a stops
+			t.Fatal(err)
+		}
 		if n, err := b.Pass(ctx); err != nil || n != 2 {
 			t.Fatalf("pass after orphan_ttl deleted %d, want 2 (%v)", n, err)
 		}

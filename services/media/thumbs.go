@@ -3,6 +3,7 @@ package media
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -102,6 +103,12 @@ func (t *Thumbnailer) make(ctx context.Context, o domain.Object) (domain.ThumbSt
 	t.s.metrics.thumbLatency.Observe(time.Since(start).Seconds())
 	if err2 := t.s.repo.SetThumb(ctx, o.ID, state); err2 != nil {
 		return domain.ThumbPending, err2
+	}
+	// The cleaner may have deleted the object meanwhile: leave no
+	// thumbnail of it behind.
+	if _, err2 := t.s.repo.Get(ctx, o.ID); errors.Is(err2, domain.ErrObjectNotFound) {
+		_ = t.s.store.Delete(ctx, thumbKey(o.ID))
+		return domain.ThumbNone, err2
 	}
 	return state, err
 }

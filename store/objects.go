@@ -202,12 +202,14 @@ func (r *ObjectRepo) InConversation(ctx context.Context, objectID, conversationI
 }
 
 // Orphans lists up to limit message objects created before the cutoff
-// (Unix ms) that no message references: complete ones never sent, and
+// (Unix ms) that no readable message carries: complete ones never sent or
+// whose every message was recalled or deleted (retention, erasure), and
 // multipart uploads never completed.
 func (r *ObjectRepo) Orphans(ctx context.Context, before int64, limit int) ([]domain.Object, error) {
 	var rows []objectRow
 	err := r.db.Gorm.WithContext(ctx).Where("created_at < ? AND (purpose = ? OR state = ?)", before, domain.PurposeMessage, string(domain.ObjectUploading)).
-		Where("NOT EXISTS (SELECT 1 FROM object_refs WHERE object_refs.object_id = objects.id)").
+		Where(`NOT EXISTS (SELECT 1 FROM object_refs JOIN messages ON messages.conversation_id = object_refs.conversation_id
+			AND messages.seq = object_refs.seq AND messages.status = ? WHERE object_refs.object_id = objects.id)`, msgStatusNormal).
 		Order("created_at").Limit(limit).Find(&rows).Error
 	if err != nil {
 		return nil, fmt.Errorf("orphan objects: %w", err)

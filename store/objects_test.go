@@ -14,7 +14,8 @@ func TestObjectRepo(t *testing.T) {
 	for _, b := range storetest.Backends() {
 		t.Run(b.Name, func(t *testing.T) {
 			ctx := context.Background()
-			r := store.NewObjectRepo(b.Open(t))
+			db := b.Open(t)
+			r := store.NewObjectRepo(db)
 			done := domain.Object{ID: "o00000000000000000000000000000001", OwnerID: "alice", Purpose: domain.PurposeMessage, Key: "o/1",
 				Name: "a.png", ContentType: "image/png", Size: 100, State: domain.ObjectComplete, Thumb: domain.ThumbPending, CreatedAt: 1000}
 			up := domain.Object{ID: "o00000000000000000000000000000002", OwnerID: "alice", Purpose: domain.PurposeMessage, Key: "o/2",
@@ -45,6 +46,11 @@ func TestObjectRepo(t *testing.T) {
 				t.Fatalf("completed = %+v", got)
 			}
 			ref := domain.ObjectRef{ObjectID: done.ID, ConversationID: "si_a_b", Seq: 3, ServerMsgID: "m3"}
+			if _, err := store.NewMessageRepo(db).SaveBatch(ctx, []domain.Message{{ServerMsgID: "m3", ClientMsgID: "c3", ConversationID: "si_a_b",
+				Seq: 3, SenderID: "a", RecvID: "b", SessionType: domain.SessionSingle, MsgType: domain.MsgPicture,
+				Content: domain.Content{Image: `{"object_id":"` + done.ID + `"}`}, Status: domain.StatusNormal, SendAt: 1}}); err != nil {
+				t.Fatal(err)
+			}
 			for range 2 { // idempotent
 				if err := r.AddRef(ctx, ref); err != nil {
 					t.Fatal(err)
@@ -62,6 +68,13 @@ func TestObjectRepo(t *testing.T) {
 			orphans, err := r.Orphans(ctx, 5000, 10)
 			if err != nil || len(orphans) != 1 || orphans[0].ID != up.ID {
 				t.Fatalf("orphans = %+v, %v", orphans, err)
+			}
+			// Once its one message is recalled, the object is an orphan too.
+			if _, err := store.NewRevokeRepo(db).Revoke(ctx, "si_a_b", 3); err != nil {
+				t.Fatal(err)
+			}
+			if orphans, _ := r.Orphans(ctx, 5000, 10); len(orphans) != 2 {
+				t.Fatalf("orphans after the recall = %+v", orphans)
 			}
 			if p, _ := r.PendingThumbs(ctx, 5000, 10); len(p) != 1 || p[0].ID != done.ID {
 				t.Fatalf("pending thumbs = %+v", p)

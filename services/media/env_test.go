@@ -108,6 +108,7 @@ func (v *visibility) PullBySeqs(_ context.Context, user, conv string, seqs []int
 // env is one service on one backend.
 type env struct {
 	name  string
+	db    *store.DB
 	svc   *media.Service
 	repo  *store.ObjectRepo
 	st    media.Storage
@@ -144,7 +145,7 @@ func newEnv(t testing.TB, backend string, db *store.DB, mod func(*configs.Object
 	if mod != nil {
 		mod(&cfg)
 	}
-	e := &env{name: backend, clock: &clock{t: time.Now()}, vis: &visibility{status: map[string]string{}}, cfg: cfg}
+	e := &env{name: backend, db: db, clock: &clock{t: time.Now()}, vis: &visibility{status: map[string]string{}}, cfg: cfg}
 	switch backend {
 	case "local":
 		e.dir = filepath.Join(t.TempDir(), "objects")

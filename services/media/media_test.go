@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"image"
 	"image/color"
@@ -419,13 +420,37 @@ func TestCleaner(t *testing.T) {
 		keys := store.Keys{Prefix: prefix}
 		sent, _ := upload(e, "alice", "a.png", "", pngBytes(t, 10, 10))
 		unsent, _ := upload(e, "alice", "b.png", "", pngBytes(t, 10, 10))
+		recalled, _ := upload(e, "alice", "c.png", "", pngBytes(t, 10, 10))
 		up, err := e.svc.Initiate(ctx, "alice", media.InitiateRequest{Name: "c.bin", Size: 10})
 		if err != nil {
 			t.Fatal(err)
 		}
 		e.putPart(t, up.Parts[0].URL, 1, []byte("0123456789"))
-		_ = e.svc.AfterSave(ctx, []domain.Message{{ConversationID: "si_a_b", Seq: 1, MsgType: domain.MsgPicture,
-			Content: domain.Content{Image: `{"object_id":"` + sent.ObjectID + `"}`}}}, nil)
+		// Saved messages carry sent (twice: the second one is recalled,
+		// the first stays) and recalled (recalled).
+		var msgs []domain.Message
+		for i, id := range []string{sent.ObjectID, sent.ObjectID, recalled.ObjectID} {
+			msgs = append(msgs, domain.Message{ServerMsgID: fmt.Sprint("m", i+1), ClientMsgID: fmt.Sprint("c", i+1), ConversationID: "si_a_b",
+				Seq: int64(i + 1), SenderID: "a", RecvID: "b", SessionType: domain.SessionSingle, MsgType: domain.MsgPicture,
+				Content: domain.Content{Image: `{"object_id":"` + id + `"}`}, Status: domain.StatusNormal, SendAt: 1})
+		}
+		if _, err := store.NewMessageRepo(e.db).SaveBatch(ctx, msgs); err != nil {
+			t.Fatal(err)
+		}
+		if err := e.svc.AfterSave(ctx, msgs, nil); err != nil {
+			t.Fatal(err)
+		}
+		for _, seq := range []int64{2, 3} {
+			if _, err := store.NewRevokeRepo(e.db).Revoke(ctx, "si_a_b", seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Every thumbnail made, so the stage does not race the pass.
+		for _, id := range []string{sent.ObjectID, unsent.ObjectID, recalled.ObjectID} {
+			if _, err := e.svc.URL(ctx, "alice", id, "thumbnail"); err != nil {
+				t.Fatal(err)
+			}
+		}
 		lease := store.NewLease(rdb, keys, "objects-cleaner")
 		a := media.NewCleaner(e.svc, lease, "a")
 		b := media.NewCleaner(e.svc, lease, "b")
@@ -439,14 +464,16 @@ func TestCleaner(t *testing.T) {
 		if err := lease.Release(ctx, "a"); err != nil { // a stops
 			t.Fatal(err)
 		}
-		if n, err := b.Pass(ctx); err != nil || n != 2 {
-			t.Fatalf("pass after orphan_ttl deleted %d, want 2 (%v)", n, err)
+		if n, err := b.Pass(ctx); err != nil || n != 3 {
+			t.Fatalf("pass after orphan_ttl deleted %d, want 3 (%v)", n, err)
 		}
-		if _, err := e.repo.Get(ctx, unsent.ObjectID); !isKind(err, domain.ErrObjectNotFound) {
-			t.Fatalf("unsent object kept: %v", err)
+		for _, id := range []string{unsent.ObjectID, recalled.ObjectID, "o" + up.UploadID[1:]} {
+			if _, err := e.repo.Get(ctx, id); !isKind(err, domain.ErrObjectNotFound) {
+				t.Fatalf("%s kept: %v", id, err)
+			}
 		}
 		if _, err := e.svc.URL(ctx, "alice", sent.ObjectID, "original"); err != nil {
-			t.Fatalf("sent object: %v", err)
+			t.Fatalf("an object a readable message carries: %v", err)
 		}
 		for _, k := range e.stored(t) {
 			if !strings.HasSuffix(k, sent.ObjectID[1:]) {

@@ -116,6 +116,17 @@ func (r *ObjectRepo) Complete(ctx context.Context, o *domain.Object) error {
 	return nil
 }
 
+// Touch restarts an object's orphan clock (created_at, Unix ms): a send
+// that carries it is not saved yet, and the cleaner must not take it
+// meanwhile.
+func (r *ObjectRepo) Touch(ctx context.Context, id string, at int64) error {
+	err := r.db.Gorm.WithContext(ctx).Model(&objectRow{}).Where("id = ? AND created_at < ?", id, at).Update("created_at", at).Error
+	if err != nil {
+		return fmt.Errorf("touch object %s: %w", id, err)
+	}
+	return nil
+}
+
 // SetThumb records an object's thumbnail state.
 func (r *ObjectRepo) SetThumb(ctx context.Context, id string, t domain.ThumbState) error {
 	err := r.db.Gorm.WithContext(ctx).Model(&objectRow{}).Where("id = ?", id).Update("thumb", string(t)).Error

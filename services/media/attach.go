@@ -51,6 +51,14 @@ func (s *Service) Attach(ctx context.Context, sender, conversationID string, msg
 		return chat.ObjectMeta{}, s.refuse(domain.NewError(domain.ErrObjectTypeMismatch,
 			fmt.Sprintf("msg_type %d needs %s; the object is %s", msgType, f, o.ContentType)))
 	}
+	// A send in flight is saved (and its reference recorded) well within
+	// half the orphan TTL; an older object gets its clock restarted so the
+	// cleaner cannot take it in between.
+	if now := s.now(); o.CreatedAt < now.Add(-s.cfg.OrphanTTL/2).UnixMilli() {
+		if err := s.repo.Touch(ctx, o.ID, now.UnixMilli()); err != nil {
+			return chat.ObjectMeta{}, err
+		}
+	}
 	return chat.ObjectMeta{Name: o.Name, ContentType: o.ContentType, Size: o.Size, SHA256: o.SHA256,
 		Width: o.Width, Height: o.Height, HasThumbnail: o.HasThumbnail()}, nil
 }

@@ -480,5 +480,15 @@ func TestCleaner(t *testing.T) {
 				t.Errorf("left behind: %s", k)
 			}
 		}
+		// An old unsent object being sent now is safe from the next pass
+		// until its message is saved: attaching restarts its clock.
+		late, _ := upload(e, "alice", "d.png", "", pngBytes(t, 10, 10))
+		e.clock.Add(2 * time.Hour)
+		if _, err := e.svc.Attach(ctx, "alice", "si_a_b", domain.MsgPicture, late.ObjectID); err != nil {
+			t.Fatal(err)
+		}
+		if n, err := b.Pass(ctx); err != nil || n != 0 {
+			t.Fatalf("pass right after the attach deleted %d (%v)", n, err)
+		}
 	})
 }

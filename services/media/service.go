@@ -26,6 +26,7 @@ type Repo interface {
 	Get(ctx context.Context, id string) (domain.Object, error)
 	Complete(ctx context.Context, o *domain.Object) error
 	SetThumb(ctx context.Context, id string, t domain.ThumbState) error
+	Touch(ctx context.Context, id string, at int64) error
 	Delete(ctx context.Context, id string) error
 	UsedBytes(ctx context.Context, owner string) (int64, error)
 	TotalBytes(ctx context.Context) (int64, error)

@@ -257,4 +257,18 @@ func mediaEndToEnd(t *testing.T, cfg configs.Config) {
 	if code != 200 || dataField(env, "size") != "11" || dataField(env, "sha256") != "b94d27b9934d3e08a52e52d7da7dabfac484efe37a5380ee9088f7ace2efcde9" {
 		t.Fatalf("complete: %d %v", code, env)
 	}
+	if code, env := call(t, "GET", base+"/object/info?object_id="+dataField(env, "object_id"), "", tok["mdalice"]); code != 200 || dataField(env, "name") != "data.bin" {
+		t.Fatalf("info: %d %v", code, env)
+	}
+	code, env = call(t, "POST", base+"/object/multipart/initiate", `{"name":"gone.bin","size":11}`, tok["mdalice"])
+	if code != 200 {
+		t.Fatalf("initiate: %d %v", code, env)
+	}
+	gone := dataField(env, "upload_id")
+	if code, env := call(t, "POST", base+"/object/multipart/abort", fmt.Sprintf(`{"upload_id":%q}`, gone), tok["mdalice"]); code != 200 {
+		t.Fatalf("abort: %d %v", code, env)
+	}
+	if code, env := call(t, "GET", base+"/object/multipart/parts?upload_id="+gone, "", tok["mdalice"]); code != 404 || errReason(env) != "upload_not_found" {
+		t.Fatalf("parts after abort: %d %v", code, env)
+	}
 }

@@ -492,3 +492,49 @@ func TestCleaner(t *testing.T) {
 		}
 	})
 }
+
+func TestAbortAndInfo(t *testing.T) {
+	backends(t, nil, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		up, err := e.svc.Initiate(ctx, "alice", media.InitiateRequest{Name: "v.bin", Size: 20 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.putPart(t, up.Parts[0].URL, 1, make([]byte, 8<<20))
+		if err := e.svc.Abort(ctx, "bob", up.UploadID); !isKind(err, domain.ErrUploadNotFound) {
+			t.Fatalf("abort by another user: %v", err)
+		}
+		if err := e.svc.Abort(ctx, "alice", up.UploadID); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.svc.Parts(ctx, "alice", up.UploadID); !isKind(err, domain.ErrUploadNotFound) {
+			t.Fatalf("parts after abort: %v", err)
+		}
+		if keys := e.stored(t); len(keys) != 0 {
+			t.Fatalf("abort left %v", keys)
+		}
+		if used, _ := e.repo.UsedBytes(ctx, "alice"); used != 0 {
+			t.Fatalf("abort left %d bytes in the quota", used)
+		}
+		if _, err := e.svc.Parts(ctx, "alice", "not-an-upload"); !isKind(err, domain.ErrInvalidArgument) {
+			t.Fatalf("malformed upload_id: %v", err)
+		}
+		o, err := upload(e, "alice", "a.txt", "", []byte("hello"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := e.svc.Get(ctx, "alice", o.ObjectID)
+		if err != nil || info != o {
+			t.Fatalf("info = %+v %v, want %+v", info, err, o)
+		}
+		if _, err := e.svc.Get(ctx, "bob", o.ObjectID); !isKind(err, domain.ErrObjectAccessDenied) {
+			t.Fatalf("info for a stranger: %v", err)
+		}
+		if _, err := e.svc.Get(ctx, "bob", "o"+strings.Repeat("f", 32)); !isKind(err, domain.ErrObjectNotFound) {
+			t.Fatalf("info of an unknown object: %v", err)
+		}
+		if _, err := e.svc.URL(ctx, "alice", "../../etc", "original"); !isKind(err, domain.ErrInvalidArgument) {
+			t.Fatalf("malformed object_id: %v", err)
+		}
+	})
+}

@@ -160,6 +160,7 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 		{"messaging", a.buildMessaging},
 		{"observability", a.buildObservability},
 		{"pprof", a.buildPprof},
+		{"memory upkeep", a.buildMemory},
 		{"web client", a.buildWeb},
 	}
 	for _, s := range steps {

@@ -150,6 +150,50 @@ func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64)
 	q.push(r, c.window, c.max)
 }
 
+// trim drops what push would drop at the next accept — entries older than
+// the window — and gives back the memory of rings a load grew: an empty
+// ring goes, a ring at most a quarter full shrinks. After a load stops no
+// accept comes to drop the last window's entries, which would otherwise
+// hold the ring and every string it names for good.
+func (c *lostCheck) trim() {
+	if c == nil {
+		return
+	}
+	now := time.Since(c.epoch)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for shard, q := range c.recent {
+		for q.n > 0 && now-q.buf[q.head].at > c.window {
+			q.buf[q.head] = recentAccept{}
+			q.head = (q.head + 1) % len(q.buf)
+			q.n--
+		}
+		switch {
+		case q.n == 0:
+			delete(c.recent, shard)
+		case q.n <= len(q.buf)/4 && len(q.buf) > 64:
+			next := make([]recentAccept, max(64, 2*q.n))
+			q.n = copy(next, q.all())
+			q.buf, q.head = next, 0
+		}
+	}
+}
+
+// remembered is how many accepts the check holds and the ring slots they
+// take, over all shards.
+func (c *lostCheck) remembered() (entries, slots int) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, q := range c.recent {
+		entries += q.n
+		slots += len(q.buf)
+	}
+	return entries, slots
+}
+
 // sawNode notes the server (run_id) that answered an accept of shard; a
 // change starts a check of what was accepted there before.
 func (c *lostCheck) sawNode(shard int, node string) {

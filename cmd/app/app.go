@@ -138,6 +138,9 @@ type App struct {
 	// the shards this instance holds leases for (ReleaseShards, Shards).
 	pipeline    *workers.Pipeline
 	shardLeases *streams.ShardLeases
+	// idleTrims run when the process is idle, before it returns its free
+	// heap to the system (memory.idle_release, cmd/app/memory.go).
+	idleTrims []func()
 }
 
 // New builds every component from cfg (already validated). On error it

@@ -25,7 +25,9 @@ type idleReleaser struct {
 	minBytes uint64
 	log      *slog.Logger
 	samples  []metrics.Sample
-	lastFree bool // the previous check released: wait for new garbage
+	// trims run before each release: components dropping what a past load
+	// left them holding (streams.Accepter.ReleaseIdle).
+	trims    []func()
 	released prometheus.Counter
 }
 
@@ -66,6 +68,9 @@ func (r *idleReleaser) run(ctx context.Context) error {
 		v := r.read()
 		allocs, retained := v[0], v[1]+v[2]
 		if r.idle(allocs-prev, retained) {
+			for _, trim := range r.trims {
+				trim()
+			}
 			before := v[1] + v[2] + v[3]
 			debug.FreeOSMemory()
 			r.released.Inc()
@@ -99,6 +104,7 @@ func (r *idleReleaser) read() [4]uint64 {
 // buildMemory starts the idle release (memory.idle_release; none when 0).
 func (a *App) buildMemory(context.Context) error {
 	if r := newIdleReleaser(a.cfg.Memory, a.metrics, a.log); r != nil {
+		r.trims = a.idleTrims
 		a.add(component{name: "memory upkeep", run: r.run})
 	}
 	return nil

@@ -285,8 +285,8 @@ func (a *Accepter) run(ctx context.Context, keys []string, args []any, appending
 // its window and shrinks what a load grew, so an idle process holds no
 // memory for a load that has passed (cmd/app calls it when idle). It
 // changes nothing the check can still report: those entries are the ones
-// the next accept would drop.
-func (a *Accepter) ReleaseIdle() { a.lost.trim() }
+// the next accept would drop. It returns about how many bytes it let go.
+func (a *Accepter) ReleaseIdle() int64 { return a.lost.trim() }
 
 // Ping reports whether Redis answers.
 func (a *Accepter) Ping(ctx context.Context) error {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -155,29 +156,41 @@ func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64)
 // ring goes, a ring at most a quarter full shrinks. After a load stops no
 // accept comes to drop the last window's entries, which would otherwise
 // hold the ring and every string it names for good.
-func (c *lostCheck) trim() {
+//
+// It returns about how many bytes it let go: the entries dropped with the
+// strings they name (recentAcceptBytes each) and the ring slots given back.
+func (c *lostCheck) trim() int64 {
 	if c == nil {
-		return
+		return 0
 	}
 	now := time.Since(c.epoch)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	var dropped, slots int
 	for shard, q := range c.recent {
 		for q.n > 0 && now-q.buf[q.head].at > c.window {
 			q.buf[q.head] = recentAccept{}
 			q.head = (q.head + 1) % len(q.buf)
 			q.n--
+			dropped++
 		}
 		switch {
 		case q.n == 0:
+			slots += len(q.buf)
 			delete(c.recent, shard)
 		case q.n <= len(q.buf)/4 && len(q.buf) > 64:
 			next := make([]recentAccept, max(64, 2*q.n))
+			slots += len(q.buf) - len(next)
 			q.n = copy(next, q.all())
 			q.buf, q.head = next, 0
 		}
 	}
+	return int64(dropped)*recentAcceptBytes + int64(slots)*int64(unsafe.Sizeof(recentAccept{}))
 }
+
+// recentAcceptBytes is about what one remembered accept's strings take
+// (an idempotency key, three IDs, a conversation ID and two user IDs).
+const recentAcceptBytes = 256
 
 // remembered is how many accepts the check holds and the ring slots they
 // take, over all shards.

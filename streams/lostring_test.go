@@ -56,7 +56,12 @@ func TestLostCheckTrimGivesBackAPassedLoad(t *testing.T) {
 	if n, slots := c.remembered(); n != 10010 || slots < 15000 {
 		t.Fatalf("before: %d entries in %d slots", n, slots)
 	}
-	c.trim()
+	if freed := c.trim(); freed < 10000*recentAcceptBytes {
+		t.Fatalf("trim reports %d bytes let go for 10,000 entries dropped", freed)
+	}
+	if freed := c.trim(); freed != 0 {
+		t.Fatalf("a second trim reports %d bytes let go, want 0", freed)
+	}
 	if _, ok := c.recent[0]; ok {
 		t.Fatal("a ring with nothing in the window is kept")
 	}

@@ -25,9 +25,10 @@ type idleReleaser struct {
 	minBytes uint64
 	log      *slog.Logger
 	samples  []metrics.Sample
-	// trims run before each release: components dropping what a past load
-	// left them holding (streams.Accepter.ReleaseIdle).
-	trims    []func()
+	// trims run at each idle check: components dropping what a past load
+	// left them holding (streams.Accepter.ReleaseIdle), each returning
+	// about how many bytes it let go, which counts toward a release.
+	trims    []func() int64
 	released prometheus.Counter
 }
 
@@ -36,6 +37,7 @@ const (
 	metricHeapFree    = "/memory/classes/heap/free:bytes"
 	metricHeapUnused  = "/memory/classes/heap/unused:bytes"
 	metricHeapObjects = "/memory/classes/heap/objects:bytes"
+	metricHeapLive    = "/gc/heap/live:bytes"
 )
 
 // newIdleReleaser returns the releaser of cfg (nil when it is off); reg may
@@ -45,7 +47,7 @@ func newIdleReleaser(cfg configs.Memory, reg prometheus.Registerer, log *slog.Lo
 		return nil
 	}
 	r := &idleReleaser{every: cfg.IdleRelease, minBytes: uint64(cfg.IdleAllocBytes), log: log,
-		samples: []metrics.Sample{{Name: metricAllocs}, {Name: metricHeapFree}, {Name: metricHeapUnused}, {Name: metricHeapObjects}},
+		samples: []metrics.Sample{{Name: metricAllocs}, {Name: metricHeapFree}, {Name: metricHeapUnused}, {Name: metricHeapObjects}, {Name: metricHeapLive}},
 		released: prometheus.NewCounter(prometheus.CounterOpts{Name: "nexo_memory_idle_releases_total",
 			Help: "Times an idle process collected and returned its free heap to the system (memory.idle_release)."})}
 	if reg != nil {
@@ -66,11 +68,16 @@ func (r *idleReleaser) run(ctx context.Context) error {
 		case <-t.C:
 		}
 		v := r.read()
-		allocs, retained := v[0], v[1]+v[2]
-		if r.idle(allocs-prev, retained) {
+		// Retained but not live: free and unused heap, and the objects
+		// allocated since the last collection (after a load stops, most of
+		// the heap is garbage no collection has yet run to find).
+		allocs, retained := v[0], v[1]+v[2]+v[3]-min(v[3], v[4])
+		if allocs-prev < r.minBytes {
 			for _, trim := range r.trims {
-				trim()
+				retained += uint64(max(trim(), 0))
 			}
+		}
+		if r.idle(allocs-prev, retained) {
 			before := v[1] + v[2] + v[3]
 			debug.FreeOSMemory()
 			r.released.Inc()
@@ -85,14 +92,15 @@ func (r *idleReleaser) run(ctx context.Context) error {
 
 // idle reports whether a release is due: fewer than minBytes allocated
 // since the last check, and more than minBytes of the heap retained but
-// unused (dead objects not yet collected, or free spans not yet returned).
+// unused (free spans not yet returned, or objects beyond the live heap of
+// the last collection).
 func (r *idleReleaser) idle(allocated, retained uint64) bool {
 	return allocated < r.minBytes && retained > r.minBytes
 }
 
-func (r *idleReleaser) read() [4]uint64 {
+func (r *idleReleaser) read() [5]uint64 {
 	metrics.Read(r.samples)
-	var v [4]uint64
+	var v [5]uint64
 	for i, s := range r.samples {
 		if s.Value.Kind() == metrics.KindUint64 {
 			v[i] = s.Value.Uint64()

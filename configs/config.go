@@ -42,6 +42,25 @@ type Config struct {
 	Retention Retention `koanf:"retention"`
 	// Moderation: the word filter (docs/moderation.md); SIGHUP reloads it.
 	Moderation Moderation `koanf:"moderation"`
+	// Memory: how the process hands memory back to the system when idle
+	// (docs/deploy.md, "Garbage collector and memory").
+	Memory Memory `koanf:"memory"`
+}
+
+// Memory configures the process's memory upkeep (docs/deploy.md).
+type Memory struct {
+	// IdleRelease is how often the process checks whether it is idle — it
+	// allocated less than IdleAllocBytes since the previous check — and, if
+	// so and more than IdleAllocBytes of heap lies unused, collects and
+	// returns the free heap to the system (runtime/debug.FreeOSMemory). Go
+	// by itself keeps a heap sized for the last load until its next
+	// collection, which an idle process may not run for two minutes, and
+	// returns it slowly. 0 turns the check off.
+	IdleRelease time.Duration `koanf:"idle_release"`
+	// IdleAllocBytes is the allocation between two checks below which the
+	// process counts as idle, and the unused heap above which a release is
+	// worth a collection.
+	IdleAllocBytes int64 `koanf:"idle_alloc_bytes"`
 }
 
 // Retention configures message retention and account erasure
@@ -1037,6 +1056,7 @@ func Default() Config {
 			ThumbWorkers: 2,
 			Upload:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
 		},
+		Memory: Memory{IdleRelease: 15 * time.Second, IdleAllocBytes: 8 << 20},
 	}
 }
 

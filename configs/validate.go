@@ -132,6 +132,8 @@ func (c *Config) Validate() error {
 		{c.Sync.GroupReceiptMaxMembers >= 0, "sync.group_receipt_max_members", "must be >= 0 (0 turns group read receipts off)"},
 		{c.Sync.RevokeWait >= 0, "sync.revoke_wait", "must be >= 0"},
 		{c.Sync.ReadCountInterval >= 10*time.Millisecond && c.Sync.ReadCountInterval <= time.Minute, "sync.read_count_interval", "must be 10ms–1m"},
+		{c.Memory.IdleRelease == 0 || c.Memory.IdleRelease >= time.Second, "memory.idle_release", "must be 0 (off) or >= 1s"},
+		{c.Memory.IdleAllocBytes >= 1<<20, "memory.idle_alloc_bytes", "must be >= 1048576"},
 		{c.Sync.RecvOptCacheTTL >= 100*time.Millisecond && c.Sync.RecvOptCacheTTL <= time.Minute, "sync.recv_opt_cache_ttl", "must be 100ms–1m"},
 		{c.Cluster.InstanceID == "" || validInstanceID(c.Cluster.InstanceID), "cluster.instance_id", "must be 1–64 characters of A-Z a-z 0-9 . _ - (empty: host name + HTTP port)"},
 		{c.Cluster.HeartbeatInterval >= 50*time.Millisecond, "cluster.heartbeat_interval", "must be >= 50ms"},

@@ -142,6 +142,9 @@ type App struct {
 	// the shards this instance holds leases for (ReleaseShards, Shards).
 	pipeline    *workers.Pipeline
 	shardLeases *streams.ShardLeases
+	// idleTrims run when the process is idle, before it returns its free
+	// heap to the system (memory.idle_release, cmd/app/memory.go).
+	idleTrims []func() int64
 }
 
 // New builds every component from cfg (already validated). On error it
@@ -165,6 +168,7 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 		{"messaging", a.buildMessaging},
 		{"observability", a.buildObservability},
 		{"pprof", a.buildPprof},
+		{"memory upkeep", a.buildMemory},
 		{"web client", a.buildWeb},
 	}
 	for _, s := range steps {

@@ -68,6 +68,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
+	a.idleTrims = append(a.idleTrims, accepter.ReleaseIdle)
 	// The pipeline's pushes, encoded by the gateway and routed to the
 	// instance holding each connection (a.relay wraps the local registry).
 	pusher := chat.NewPusher(ws.NewPushes(a.relay, a.log))

@@ -146,7 +146,6 @@ var table = []Code{
 	{ReasonMessageGone, 1431, 409},
 	{ReasonObjectNotFound, 1310, 404},
 	{ReasonUploadNotFound, 1311, 404},
-	{ReasonUserExists, 1401, 409},
 	{ReasonObjectTooLarge, 1410, 413},
 	{ReasonQuotaExceeded, 1411, 413},
 	{ReasonObjectIncomplete, 1412, 409},

@@ -18,6 +18,10 @@ const (
 	noticeEdit     = 1601
 	noticeReaction = 1602
 	noticeDelete   = 1603 // delete for everyone
+
+	// systemClientMsgIDPrefix starts the client_msg_id of a message the
+	// server made (a notice); its sender, the actor, gets its 2101.
+	systemClientMsgIDPrefix = "sys:"
 )
 
 // actionKind is one action of the rotation: its request and its notice.
@@ -66,12 +70,14 @@ type actionBook struct {
 	byTarget map[convSeq]*actRec // one action per target message
 	// targets are each sender connection's saved text messages of a
 	// conversation not acted on yet, newest last.
-	targets  map[targetKey][]*msgRec
-	low      int   // acts[:low] need no timeout check
-	stray    int64 // notices naming no action of this run
-	hAnswer  *latencyHist
-	hNotice  *latencyHist
-	sentKind map[string]int64
+	targets map[targetKey][]*msgRec
+	low     int   // acts[:low] need no timeout check
+	stray   int64 // notices naming no action of this run
+	// noticeSaved counts 2101 ACK(saved) pushes of notices to the actor.
+	noticeSaved int64
+	hAnswer     *latencyHist
+	hNotice     *latencyHist
+	sentKind    map[string]int64
 }
 
 type targetKey struct {
@@ -345,6 +351,10 @@ type MixCorrectness struct {
 	// NoticesStray are notices naming no action of this run
 	// (informational).
 	NoticesStray int64 `json:"action_notices_stray"`
+	// NoticesSavedAcks are the 2101 ACK(saved) pushes the actors got for
+	// their actions' notices, the actor being the notice's sender
+	// (informational).
+	NoticesSavedAcks int64 `json:"action_notice_saved_acks"`
 }
 
 func (k MixCorrectness) failures() int64 {
@@ -362,7 +372,7 @@ func (r *recorder) finishMix(res *Result, seqs map[string][]int64) {
 		return
 	}
 	c.Edits, c.Reactions, c.Deletes = b.sentKind["edit"], b.sentKind["reaction"], b.sentKind["delete"]
-	k.NoticesStray = b.stray
+	k.NoticesStray, k.NoticesSavedAcks = b.stray, b.noticeSaved
 	for _, a := range b.acts {
 		c.ActionsSent++
 		if a.measured {

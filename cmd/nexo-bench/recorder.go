@@ -347,6 +347,9 @@ func (r *recorder) onSaved(clientMsgID string, seq, at int64) {
 	defer r.mu.Unlock()
 	m := r.lookup(clientMsgID)
 	switch {
+	case m == nil && r.acts != nil && strings.HasPrefix(clientMsgID, systemClientMsgIDPrefix):
+		r.acts.noticeSaved++ // an action's notice saved: confirmed to the actor
+		return
 	case m == nil:
 		r.stray++
 		return

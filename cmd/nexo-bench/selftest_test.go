@@ -152,6 +152,10 @@ func assertMix(t *testing.T, o *options, r *Result) {
 		if c.NoticesExpected == 0 || c.NoticesReceived != c.NoticesExpected || k.NoticesMissing != 0 || k.NoticesDuplicate != 0 {
 			t.Errorf("notices %d of %d, missing %d, duplicate %d", c.NoticesReceived, c.NoticesExpected, k.NoticesMissing, k.NoticesDuplicate)
 		}
+		// Every notice's 2101 to its actor is recognised, not a stray frame.
+		if k.Stray != 0 || k.NoticesSavedAcks == 0 {
+			t.Errorf("stray frames %d, notices' saved ACKs %d", k.Stray, k.NoticesSavedAcks)
+		}
 		if r.Latency.ActionAnswer.Count != c.ActionsMeasured || r.Latency.ActionAnswer.Count == 0 {
 			t.Errorf("action answer histogram %d values, want %d", r.Latency.ActionAnswer.Count, c.ActionsMeasured)
 		}

@@ -28,6 +28,12 @@ func describe(r *Result) string {
 		fmt.Fprintf(&b, ", closed loop %d in flight per sender (until %s)", p.Inflight, p.Await)
 	}
 	fmt.Fprintf(&b, ", %d senders, %gs measured after %gs warm-up, %d-byte text", p.Senders, p.DurationS, p.WarmupS, p.Payload)
+	if p.PictureShare > 0 {
+		fmt.Fprintf(&b, ", %g%% pictures", p.PictureShare*100)
+	}
+	if p.ActionShare > 0 {
+		fmt.Fprintf(&b, ", %g%% actions", p.ActionShare*100)
+	}
 	return b.String()
 }
 
@@ -149,8 +155,8 @@ func writeMix(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "   pictures %d: shown with their object %d, mismatched %d\n", c.Pictures, c.PicturesReceived, k.PictureMismatches)
 	}
 	if c.ActionsSent > 0 {
-		fmt.Fprintf(w, "   actions %d (edits %d, reactions %d, deletes %d): answered %d, refused %d, unanswered %d; notices %d of %d expected, missing %d, duplicate %d, stray %d\n",
+		fmt.Fprintf(w, "   actions %d (edits %d, reactions %d, deletes %d): answered %d, refused %d, unanswered %d; notices %d of %d expected, missing %d, duplicate %d, stray %d; notices' saved ACKs to the actor %d\n",
 			c.ActionsSent, c.Edits, c.Reactions, c.Deletes, c.ActionsAnswered, c.ActionsRefused, k.ActionsUnanswered,
-			c.NoticesReceived, c.NoticesExpected, k.NoticesMissing, k.NoticesDuplicate, k.NoticesStray)
+			c.NoticesReceived, c.NoticesExpected, k.NoticesMissing, k.NoticesDuplicate, k.NoticesStray, k.NoticesSavedAcks)
 	}
 }

@@ -41,6 +41,9 @@ func TestSelf(t *testing.T) {
 		}},
 		{"single with pictures", "", func(o *options) { o.Pairs, o.Rate, o.PictureShare = 3, 100, 0.2 }},
 		{"single with actions", "", func(o *options) { o.Pairs, o.Rate, o.ActionShare = 3, 100, 0.2 }},
+		{"single closed loop with pictures and actions", "", func(o *options) {
+			o.Pairs, o.Rate, o.Inflight, o.Await, o.PictureShare, o.ActionShare = 2, 0, 2, ackSaved, 0.1, 0.1
+		}},
 		{"group with pictures and actions", "", func(o *options) {
 			o.Scenario, o.Groups, o.Members, o.Rate, o.PictureShare, o.ActionShare = "group", 2, 4, 100, 0.1, 0.1
 		}},

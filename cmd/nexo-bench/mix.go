@@ -163,9 +163,11 @@ func (t *topology) setupMix(ctx context.Context) error {
 	}
 	for _, s := range t.senders {
 		// A random phase per sender spreads the pictures and actions of
-		// the senders over time instead of every tenth send of all at once.
+		// the senders over time instead of every tenth send of all at once,
+		// and a random start of the rotation mixes the kinds even when each
+		// sender acts only once or twice.
 		s.mix = &senderMix{pictureShare: o.PictureShare, actionShare: o.ActionShare, pics: pics,
-			picAcc: rand.Float64(), actAcc: rand.Float64()}
+			picAcc: rand.Float64(), actAcc: rand.Float64(), rotation: rand.IntN(len(actionKinds))}
 	}
 	return nil
 }

@@ -90,6 +90,15 @@ func newActionBook() *actionBook {
 		hAnswer: newLatencyHist(), hNotice: newLatencyHist(), sentKind: map[string]int64{}}
 }
 
+// offerTarget offers m, once both its answer (its seq) and its ACK(saved)
+// are in, to its sender's later actions when it is a text message.
+// Called with r.mu held.
+func (r *recorder) offerTarget(m *msgRec) {
+	if r.acts != nil && m.pic == nil {
+		r.acts.addTarget(m)
+	}
+}
+
 // addTarget offers a saved text message to its sender's later actions.
 func (b *actionBook) addTarget(m *msgRec) {
 	k := targetKey{m.from, m.to.conv}

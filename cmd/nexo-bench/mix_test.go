@@ -122,3 +122,26 @@ func TestPictureChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestActionTargetsNeedTheirSeq: a message whose ACK(saved) overtook its
+// answer becomes a target only once the answer names its seq, and a
+// picture never does (an edit needs text).
+func TestActionTargetsNeedTheirSeq(t *testing.T) {
+	rec, snd, _, to := testWorld(t)
+	rec.acts = newActionBook()
+	pic := rec.newMsg(snd, to, rec.clk.now(), rec.clk.now(), nil)
+	rec.setPicture(pic, &picture{objectID: "o1"})
+	rec.onFrame(snd, ackFrame(t, reqSendMsg, pic, ackSaved, 1), rec.clk.now())
+	id := rec.newMsg(snd, to, rec.clk.now(), rec.clk.now(), nil)
+	rec.onFrame(snd, ackFrame(t, pushAck, id, ackSaved, 2), rec.clk.now())
+	if a := rec.newAction(snd, to, actionKinds[0], rec.clk.now(), rec.clk.now(), nil); a != nil {
+		t.Fatalf("acted on seq %d before any answer", a.seq)
+	}
+	rec.onFrame(snd, ackFrame(t, reqSendMsg, id, ackAccepted, 2), rec.clk.now())
+	if a := rec.newAction(snd, to, actionKinds[0], rec.clk.now(), rec.clk.now(), nil); a == nil || a.seq != 2 {
+		t.Fatalf("action %+v, want one on seq 2", a)
+	}
+	if a := rec.newAction(snd, to, actionKinds[1], rec.clk.now(), rec.clk.now(), nil); a != nil {
+		t.Fatalf("acted on the picture at seq %d", a.seq)
+	}
+}

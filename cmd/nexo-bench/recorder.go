@@ -332,6 +332,7 @@ func (r *recorder) onAnswer(f *inFrame, at int64) {
 	case m.saved != 0: // the 2101 push overtook the answer
 		r.savedFirst++
 		r.recordLag(m, at)
+		r.offerTarget(m)
 	case a.AckType == ackSaved:
 		r.markSaved(m, at)
 	}
@@ -374,11 +375,9 @@ func (r *recorder) markSaved(m *msgRec, at int64) {
 		r.onProbe(m, at)
 	}
 	m.observe(nil, r.hSaved, at-m.sched)
-	if r.acts != nil && m.pic == nil {
-		r.acts.addTarget(m)
-	}
 	if m.acked != 0 {
 		r.recordLag(m, at)
+		r.offerTarget(m)
 	}
 }
 

@@ -164,3 +164,40 @@ func assertMix(t *testing.T, o *options, r *Result) {
 		}
 	}
 }
+
+// TestSelfMixByPull runs the chat mix in groups whose members are
+// notified (2102) and pull instead of being pushed: pictures and action
+// notices read by pull count like pushed ones, exactly once each.
+func TestSelfMixByPull(t *testing.T) {
+	dsn := storetest.MySQLDSN(t)
+	_, _ = storetest.Redis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := startInProcess(ctx, serverOptions{MySQLDSN: dsn, RedisAddr: storetest.RedisAddr(t),
+		Env: []string{"NEXO_GROUP_PUSH_MODE=notify"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	var o options
+	o.register(flag.NewFlagSet("", flag.ContinueOnError))
+	o.URL, o.Quiet, o.Duration, o.Warmup, o.Grace = srv.URL(), true, time.Second, 200*time.Millisecond, 10*time.Second
+	o.Scenario, o.Groups, o.Members, o.Rate, o.PictureShare, o.ActionShare = "group", 2, 4, 100, 0.2, 0.2
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := newSession(ctx, &o, o.URL, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.close()
+	res, err := sess.runMessages(ctx, "group mix by pull")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertHealthy(t, &res)
+	assertMix(t, &o, &res)
+	if c := res.Counts; c.DeliveredByPull != c.Delivered {
+		t.Errorf("%d of %d deliveries by pull: the server pushed message bodies", c.DeliveredByPull, c.Delivered)
+	}
+}

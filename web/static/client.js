@@ -1,12 +1,13 @@
 // The chat client without its view: conversations, sending with delivery
-// states, sync after every (re)connect, gap filling by pull under the
-// contiguous-prefix rule, delivered/read ACKs, receipts, recall and groups.
-// The view subscribes with onChange and reads the state it needs.
+// states, history pages, read marks, receipts, recall and groups. The
+// protocol (frames, resend, gap filling, delivered ACKs) is the SDK's
+// (socket.js); this is the page's model of what it shows. The view
+// subscribes with onChange and reads the state it needs.
 
 import { isAuthLost } from './api.js';
-import { Connection, RequestError } from './socket.js';
-import { Conversation, MAX_FILL, better, isNotification } from './conversation.js';
-import { GROUP, MSG_AT_TEXT, MSG_TEXT, Req, newClientMsgID, singleConversationID } from './ids.js';
+import { Connection } from './socket.js';
+import { Conversation, better, isNotification } from './conversation.js';
+import { GROUP, MSG_AT_TEXT, MSG_TEXT, groupConversationID, newClientMsgID, singleConversationID } from './ids.js';
 import { SyncMethods } from './sync.js';
 import { GroupMethods } from './groups.js';
 
@@ -14,11 +15,7 @@ import { GroupMethods } from './groups.js';
 export const PAGE = 50;
 /** MAX_PAGES_TO_SEQ bounds the pages openAt loads to reach an old message (PAGE each). */
 const MAX_PAGES_TO_SEQ = 40;
-/** PULL_LIMIT is the most seqs one pull returns (the server clamps at 100). */
-const PULL_LIMIT = 100;
-/** PENDING_RETRY_MS: how long after a page stopped at an in-flight seq the fill looks again. */
-const PENDING_RETRY_MS = 1000;
-/** ACK_DELAY coalesces the ACKs of a burst into one frame per conversation. */
+/** ACK_DELAY coalesces the read marks of a burst into one per conversation. */
 const ACK_DELAY = 150;
 
 /** Typing: sent at most every TYPING_EVERY_MS while typing; shown for TYPING_SHOWN_MS after the last. */
@@ -43,16 +40,19 @@ export class Client {
     this.ended = null; // {reason, detail} once the session can no longer continue
     this.unsupported = new Set(); // features the server does not offer (unknown_request / not_found)
     this.ackTimers = new Map();
-    this.filling = new Map();
-    this.fillRetries = new Map(); // conversation_id → timer of a fill retried after a "not yet" page
     this.changeQueued = false;
     this.conn = new Connection(() => this.api.session.token, () => this.me, {
       open: () => this.onOpen(),
-      push: (f) => this.onPush(f),
+      ready: () => this.adoptPending(),
       message: (m) => this.onMessage(m),
+      receipt: (e) => this.onReceipt(e),
+      typing: (e) => this.onTyping(e),
+      serverError: (err) => this.notice(`Server: ${err.reason}${err.detail ? ` — ${err.detail}` : ''}`, 'error'),
       state: (s, info) => { this.status = { state: s, ...info }; this.changed(); },
       gate: (reason, detail) => this.onGate(reason, detail),
     });
+    /** The SDK's client (docs/sdk.md): history, markRead, typing, recall, send. */
+    this.sdk = this.conn.sdk;
     this.onVisible = () => { if (document.visibilityState === 'visible' && this.current) this.scheduleAck(this.current); };
   }
 
@@ -67,7 +67,6 @@ export class Client {
     document.removeEventListener('visibilitychange', this.onVisible);
     this.conn.stop();
     for (const t of this.ackTimers.values()) clearTimeout(t);
-    for (const t of this.fillRetries.values()) clearTimeout(t);
   }
 
   /** tokenRefreshed reconnects with the new token (the old one's sockets are closed by the server). */
@@ -176,13 +175,13 @@ export class Client {
     return u && u.nickname ? u.nickname : id;
   }
 
-  /** onTyping applies a 2103 push: user is (not) typing in a conversation. */
+  /** onTyping applies the SDK's typing event {conversationId, userId, typing}. */
   onTyping(d) {
-    if (!d.conversation_id || !d.user_id || d.user_id === this.me) return;
-    let m = this.typists.get(d.conversation_id);
-    if (!m) this.typists.set(d.conversation_id, (m = new Map()));
-    if (d.typing) m.set(d.user_id, Date.now() + TYPING_SHOWN_MS);
-    else m.delete(d.user_id);
+    if (!d.conversationId || !d.userId || d.userId === this.me) return;
+    let m = this.typists.get(d.conversationId);
+    if (!m) this.typists.set(d.conversationId, (m = new Map()));
+    if (d.typing) m.set(d.userId, Date.now() + TYPING_SHOWN_MS);
+    else m.delete(d.userId);
     this.changed();
     if (d.typing) setTimeout(() => this.changed(), TYPING_SHOWN_MS + 50);
   }
@@ -201,7 +200,7 @@ export class Client {
     const now = Date.now();
     if (!c || c.left || c.dismissed || now - this.typingSentAt < TYPING_EVERY_MS) return;
     this.typingSentAt = now;
-    this.conn.request(Req.TYPING, { conversation_id: c.id, typing: true }).catch(() => {});
+    this.sdk.typing(c.id, true).catch(() => {});
   }
 
   async ensureUser(id) {
@@ -243,8 +242,8 @@ export class Client {
     }
     this.changed();
     // Newer messages come from the SDK's stream; the first open loads the
-    // newest page (and the history down to the delivered cursor).
-    if (!c.anchored) await this.firstLoad(c);
+    // history page right below where that stream starts.
+    if (!c.historyLoaded) await this.firstLoad(c);
     if (c.visible().length < 20 && !c.allEarlier) await this.loadEarlier(c);
     if (c.isGroup) this.loadMembers(c.groupID);
     this.scheduleAck(c);
@@ -272,117 +271,33 @@ export class Client {
     return this.api.post('/msg/search', q);
   }
 
-  /** firstLoad anchors the contiguous run of a conversation opened for the first time. */
-  async firstLoad(c) {
-    const res = await this.pull(c, { limit: PAGE });
-    if (c.anchored) return; // a push or sync anchored it meanwhile
-    const msgs = res.messages || [];
-    const base = Math.max(c.deliveredSeq, c.readSeq);
-    if (msgs.length === 0) {
-      c.anchor(res.max_seq || 0);
-      c.allEarlier = true;
-      return;
-    }
-    const first = msgs[0].seq;
-    // Start the run at our delivered cursor when the page is close to it,
-    // so the messages in between are filled and ACKed in order; otherwise
-    // at the page (older ones come with "load earlier").
-    if (base > 0 && base < first && first - base <= MAX_FILL) c.anchor(base);
-    else c.anchor(first - 1);
-    this.take(c, msgs, false);
-    if (first <= Math.max(res.min_seq || 1, 1)) c.allEarlier = true;
-    if (c.gap()) await this.fill(c, first - 1);
-  }
-
-  /** loadEarlier pulls the page below the lowest held seq. */
-  async loadEarlier(c) {
-    if (!c.anchored || c.allEarlier) return;
-    const end = c.lo - 1;
-    if (end < Math.max(c.minSeq, 1)) {
-      c.allEarlier = true;
-      this.changed();
-      return;
-    }
-    const res = await this.pull(c, { end_seq: end, limit: PAGE });
-    const msgs = res.messages || [];
-    this.take(c, msgs, false);
-    // A page stops at a seq that is accepted but not saved yet
-    // (pending_seqs): there is more below it, "not yet" readable.
-    const notYet = (res.pending_seqs || []).length > 0;
-    if (!notYet && (msgs.length === 0 || msgs[0].seq <= Math.max(res.min_seq || 1, 1))) c.allEarlier = true;
-    this.changed();
-  }
-
-  /** pull asks for a window of c's messages by WS 1005 (HTTP when offline). */
-  async pull(c, q) {
-    const data = { conversation_id: c.id, ...q };
-    let res;
-    if (this.conn.isOpen) {
-      res = await this.conn.request(Req.PULL_RANGE, data);
-    } else {
-      const p = new URLSearchParams({ conversation_id: c.id });
-      for (const [k, v] of Object.entries(q)) p.set(k, String(v));
-      res = await this.api.get(`/msg/pull?${p}`);
-    }
-    if (res.max_seq) c.maxSeq = Math.max(c.maxSeq, res.max_seq);
-    if (res.min_seq) c.minSeq = res.min_seq;
-    return res;
-  }
-
   /**
-   * fill pulls the missing seqs above c.hi up to target (or the highest
-   * held seq), page by page; one fill per conversation runs at a time and
-   * a request made meanwhile extends it.
+   * firstLoad loads the history page that ends where the SDK's message
+   * stream starts (sdk.history): with the stream it is one contiguous run.
    */
-  fill(c, target = 0) {
-    const f = this.filling.get(c.id);
-    if (f) {
-      f.target = Math.max(f.target, target);
-      return f.done;
-    }
-    const job = { target };
-    job.done = (async () => {
-      try {
-        for (let round = 0; round < 50; round++) {
-          const want = Math.max(job.target, c.highestHeld() - 1, c.gap() ? c.gap()[1] : 0);
-          if (!c.anchored || c.hi >= want) break;
-          if (want - c.hi > MAX_FILL) {
-            // Too far behind to fill in order: keep the newest part.
-            for (const s of [...c.msgs.keys()]) if (s <= want - MAX_FILL) c.msgs.delete(s);
-            c.anchor(want - MAX_FILL);
-            c.allEarlier = false;
-          }
-          const before = c.hi;
-          const res = await this.pull(c, { begin_seq: c.hi + 1, limit: PULL_LIMIT });
-          this.take(c, res.messages || [], true);
-          if (c.hi === before) {
-            // Nothing saved there yet: the page stopped at a seq still in
-            // flight (pending_seqs, "not yet"; a placeholder would be
-            // "never"). Its push or the next sync brings it; look again
-            // in a second in case both were missed.
-            if ((res.pending_seqs || []).length) this.retryFill(c);
-            break;
-          }
-        }
-      } catch (err) {
-        if (!(err instanceof RequestError && err.reason === 'disconnected')) this.notice(`Could not load messages: ${err.message}`, 'error');
-      } finally {
-        this.filling.delete(c.id);
-        this.scheduleAck(c);
-        this.changed();
-      }
-    })();
-    this.filling.set(c.id, job);
-    return job.done;
+  async firstLoad(c) {
+    const page = await this.sdk.history(c.id, { limit: PAGE });
+    if (c.historyLoaded) return;
+    c.historyLoaded = true;
+    if (!c.anchored) c.anchor(page.end);
+    this.takePage(c, page);
   }
 
-  /** retryFill fills c again after PENDING_RETRY_MS, once at a time. */
-  retryFill(c) {
-    if (this.fillRetries.has(c.id)) return;
-    this.fillRetries.set(c.id, setTimeout(() => {
-      this.fillRetries.delete(c.id);
-      if (c.gap() || c.maxSeq > c.hi) this.fill(c, c.maxSeq);
-    }, PENDING_RETRY_MS));
+  /** loadEarlier loads the history page below the lowest held seq. */
+  async loadEarlier(c) {
+    if (!c.historyLoaded) return this.firstLoad(c);
+    if (!c.anchored || c.allEarlier) return undefined;
+    this.takePage(c, await this.sdk.history(c.id, { before: c.lo, limit: PAGE }));
+    this.changed();
+    return undefined;
+  }
+
+  /** takePage holds a history page. */
+  takePage(c, page) {
+    if (page.maxSeq) c.maxSeq = Math.max(c.maxSeq, page.maxSeq);
+    if (page.minSeq) c.minSeq = page.minSeq;
+    this.take(c, page.messages, false);
+    if (!page.hasMore) c.allEarlier = true;
   }
 
   /** take holds pulled or pushed messages; live marks them as new arrivals (unread, mentions). */
@@ -421,9 +336,9 @@ export class Client {
   }
 
   /**
-   * sendAcks ACKs c's contiguous prefix: delivered up to hi, read up to hi
-   * when the user is looking. Every held seq was issued, so the server
-   * takes it (bad_seq is only for seqs above the highest issued).
+   * sendAcks marks c read up to its contiguous run's top when the user is
+   * looking (sdk.markRead). Delivered ACKs are the SDK's: it ACKs the
+   * prefix of its stream, which is this run's top.
    */
   async sendAcks(c) {
     const reading = this.reading(c);
@@ -432,26 +347,16 @@ export class Client {
       c.mentions = 0;
       this.changed();
     }
-    if (!c.anchored || !this.conn.isOpen || this.unsupported.has('ack')) return;
+    if (!c.anchored) return;
     const upto = c.hi;
-    if (reading && upto > c.readSeq) {
-      const prev = c.readSeq;
-      c.readSeq = upto;
-      c.deliveredSeq = Math.max(c.deliveredSeq, upto);
-      await this.ack(c, 'read', upto, () => { c.readSeq = prev; });
-    } else if (upto > c.deliveredSeq) {
-      const prev = c.deliveredSeq;
-      c.deliveredSeq = upto;
-      await this.ack(c, 'delivered', upto, () => { c.deliveredSeq = prev; });
-    }
-  }
-
-  async ack(c, kind, seq, undo) {
+    c.deliveredSeq = Math.max(c.deliveredSeq, upto);
+    if (!reading || upto <= c.readSeq || !this.conn.isOpen) return;
+    const prev = c.readSeq;
+    c.readSeq = upto;
     try {
-      await this.conn.request(Req.ACK, { ack_type: kind, conversation_id: c.id, seq });
+      await this.sdk.markRead(c.id, upto);
     } catch (err) {
-      if (err.reason === 'unknown_request') this.unsupported.add('ack');
-      else if (err.reason !== 'bad_seq') undo(); // bad_seq (e.g. a group we left): nothing to retry
+      if (err.reason !== 'bad_seq') c.readSeq = prev; // bad_seq (e.g. a group we left): nothing to retry
     }
   }
 
@@ -499,7 +404,11 @@ export class Client {
     if (m.session_type === GROUP) p.groupId = m.group_id;
     else p.recvId = m.recv_id;
     if (m.at_user_ids && m.at_user_ids.length) p.atUserIds = m.at_user_ids;
-    const out = this.conn.send(p);
+    this.track(c, m, this.conn.send(p));
+  }
+
+  /** track follows the SDK's OutgoingMessage out of own message m in c. */
+  track(c, m, out) {
     out.accepted.then((r) => {
       this.accepted(c, m, { seq: r.seq, server_msg_id: r.serverMsgId, send_at: out.sendAt, ack_type: out.state === 'saved' ? 'saved' : 'accepted' });
     }, () => {});
@@ -508,13 +417,39 @@ export class Client {
       m.state = better(m.state, 'saved');
       this.changed();
     }, (err) => {
-      // save_failed arrives as a 3001 push too (onSaveFailed).
-      if (m.state === 'failed' || err.reason === 'save_failed') return;
+      if (m.state === 'failed') return;
+      // save_failed: the seq it was given reads as unavailable now.
+      if (err.reason === 'save_failed') c.unplace(m);
       m.state = 'failed';
       m.failReason = err.reason;
-      m.failDetail = err.detail;
+      m.failDetail = err.reason === 'save_failed' ? 'the server could not store the message' : err.detail;
       this.changed();
     });
+  }
+
+  /**
+   * adoptPending shows the own messages the SDK's outbox brought back from
+   * a previous page (a reload): the SDK resends them; the page shows their
+   * states like any own message.
+   */
+  adoptPending() {
+    for (const out of this.sdk.pendingMessages()) {
+      const b = out.body;
+      const id = out.conversationId || (b.group_id ? groupConversationID(b.group_id) : singleConversationID(this.me, b.recv_id));
+      const c = this.conv(id);
+      if (c.own(out.clientMsgId)) continue;
+      const m = {
+        client_msg_id: out.clientMsgId, conversation_id: id, sender_id: this.me, session_type: b.session_type,
+        msg_type: b.msg_type, content: b.content, at_user_ids: b.at_user_ids || [], status: 'normal',
+        state: 'sending', createdAt: out.createdAt, local: true,
+      };
+      if (b.group_id) m.group_id = b.group_id;
+      else m.recv_id = b.recv_id;
+      c.pending.set(m.client_msg_id, m);
+      c.noteLatest(m);
+      this.track(c, m, out);
+    }
+    this.changed();
   }
 
   /** retry re-sends a failed message with its client_msg_id. */
@@ -538,7 +473,7 @@ export class Client {
   /** recall asks the server to revoke own message m (or any, for group owners and admins). */
   async recall(c, m) {
     try {
-      await this.conn.request(Req.REVOKE, { conversation_id: c.id, seq: m.seq });
+      await this.sdk.recall(c.id, m.seq);
       this.markRevoked(c, m.seq, this.me);
     } catch (err) {
       const why = { revoke_timeout: 'it is too late to recall this message', revoke_not_allowed: 'you may not recall this message' }[err.reason];

@@ -5,12 +5,6 @@
 
 import { GROUP, MSG_NOTIFICATION_MIN, MSG_REVOKE_NOTIFICATION, parseConversationID, SINGLE } from './ids.js';
 
-/**
- * MAX_FILL bounds how many seqs the client pulls to keep its run
- * contiguous; a larger hole re-anchors the run at its top (docs/web.md).
- */
-export const MAX_FILL = 500;
-
 /** Delivery states of an own message, in the order they are reached. */
 export const STATES = ['failed', 'sending', 'accepted', 'saved', 'delivered', 'read'];
 const RANK = Object.fromEntries(STATES.map((s, i) => [s, i]));

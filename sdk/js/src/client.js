@@ -86,7 +86,7 @@ import {
  * @property {RecallEvent} recall
  * @property {KickedEvent} kicked
  * @property {Message} group     a group notification (msg_type 1500–1599 in a group), after its "message"
- * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended)
+ * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended, a 3001 error push that answers no request)
  * @property {ReconnectingEvent} reconnecting  a reconnect is scheduled after `delay` ms
  * @property {any} push          every push frame (2xxx, 3001) as it arrived, before the SDK handles it
  */
@@ -112,6 +112,15 @@ import {
  * @property {number[]} pendingSeqs  seqs accepted but not saved yet ("not yet")
  */
 
+/**
+ * @typedef {object} HistoryPage
+ * @property {Message[]} messages  ascending by seq, all at or below the page's `end`; placeholders for unavailable seqs
+ * @property {number} end  the highest seq the page covers (0: nothing to show)
+ * @property {boolean} hasMore  false once the page reaches the caller's first visible seq (min_seq)
+ * @property {number} minSeq
+ * @property {number} maxSeq
+ */
+
 /** Per-conversation ordering state. */
 class Timeline {
   /** @param {string} id */
@@ -121,6 +130,8 @@ class Timeline {
     this.anchored = false;
     /** every seq ≤ hi has been emitted (or skipped) */
     this.hi = 0;
+    /** seqs ≤ start are history (client.history), above it the stream */
+    this.start = 0;
     this.maxSeq = 0;
     /** @type {Map<number, Message | null>} seq → message waiting for the seqs below it; null: an own message (not emitted) */
     this.buffer = new Map();
@@ -206,6 +217,8 @@ export class NexoClient extends Emitter {
     /** @type {Map<string, Timeline>} */
     this._convs = new Map();
     this._synced = false;
+    /** @type {Array<() => void>} history calls waiting for the first sync */
+    this._syncWaiters = [];
     /** the last sync had no cursors: new conversations start at their first seq seen */
     this._cursorless = false;
 
@@ -577,7 +590,10 @@ export class NexoClient extends Emitter {
         break;
       case Push.ERROR:
         if (data.reason === 'save_failed' && data.client_msg_id) this._onSaveFailed(data);
-        else if (!this._gate) this.log.warn('nexo: server error', data.reason, data.detail);
+        else if (!this._gate) {
+          this.log.warn('nexo: server error', data.reason, data.detail);
+          this.emit('error', new NexoError(data.reason || f.err_msg || 'internal_error', data.detail || '', { errCode: f.err_code || 0, data }));
+        }
         break;
       default:
         break;
@@ -650,6 +666,9 @@ export class NexoClient extends Emitter {
       if (!c.anchored) this._anchor(c, Math.max(s.delivered_seq || 0, s.read_seq || 0, (s.min_seq || 1) - 1));
     }
     this._synced = true;
+    const waiters = this._syncWaiters;
+    this._syncWaiters = [];
+    for (const w of waiters) w();
     for (const c of this._convs.values()) {
       // Not in the list: new since (or without) the read, so every seq is new.
       if (!c.anchored) this._anchor(c, cursorless ? Math.max(0, Math.min(...c.buffer.keys(), c.maxSeq + 1) - 1) : 0);
@@ -673,6 +692,7 @@ export class NexoClient extends Emitter {
   /** @param {Timeline} c @param {number} hi */
   _anchor(c, hi) {
     c.anchored = true;
+    c.start = hi;
     c.hi = hi;
     c.acked = hi;
     for (const s of [...c.buffer.keys()]) if (s <= hi) c.buffer.delete(s);
@@ -1059,6 +1079,62 @@ export class NexoClient extends Emitter {
       : await this.http.call('GET', '/msg/pull', { query: q });
     const messages = (res.messages || []).map((/** @type {any} */ m) => ({ ...m, conversation_id: conversationId }));
     return { messages, minSeq: res.min_seq || 0, maxSeq: res.max_seq || 0, pendingSeqs: res.pending_seqs || [] };
+  }
+
+  /**
+   * history reads the page of a conversation's older messages that ends
+   * right below `before` — without `before`, right where its "message"
+   * stream starts (the delivered cursor the first sync read, or the newest
+   * seq for a conversation the stream has not started yet). Pages and the
+   * stream together hold every seq once, with no gap between them: show
+   * `history()` then the stream, and page back with
+   * `history(id, {before: lowestSeqShown})` while `hasMore`. The first call
+   * waits for the connect's sync (at most syncTimeout ms). Over HTTP when
+   * not connected.
+   * @param {string} conversationId
+   * @param {{before?: number, limit?: number}} [opts]  limit: default 50, at most 100
+   * @returns {Promise<HistoryPage>}
+   */
+  async history(conversationId, opts = {}) {
+    const limit = Math.min(Math.max(1, opts.limit || 50), PULL_LIMIT);
+    if (this.stream && !this._synced && this._wanted) await this._whenSynced(this.syncTimeout);
+    let end = opts.before ? opts.before - 1 : -1;
+    const known = this._convs.get(conversationId);
+    if (end < 0 && this.stream && known && known.anchored) end = known.start;
+    if (end === 0) return { messages: [], end: 0, hasMore: false, minSeq: 0, maxSeq: 0 };
+    const page = await this.pull(conversationId, end > 0 ? { to: end, limit } : { limit });
+    if (end < 0) {
+      // The stream has not started here: it starts above this page (or
+      // below its lowest buffered arrival).
+      end = page.maxSeq;
+      if (this.stream && this._synced) {
+        // Not _conv: a conversation new to the stream must not start at 0
+        // when nothing will push its seqs (the user's own, from elsewhere).
+        let c = this._convs.get(conversationId);
+        if (!c) {
+          c = new Timeline(conversationId);
+          this._convs.set(conversationId, c);
+        }
+        if (!c.anchored) {
+          this._anchor(c, Math.min(end, ...[...c.buffer.keys()].map((s) => s - 1)));
+          this._drain(c);
+          if (c.maxSeq > c.hi || c.buffer.size) this._fill(c);
+        }
+        end = c.start;
+      }
+    }
+    const messages = page.messages.filter((m) => m.seq <= end);
+    const first = messages.length ? messages[0].seq : end + 1;
+    const hasMore = page.pendingSeqs.some((s) => s <= end) || first > Math.max(page.minSeq, 1);
+    return { messages, end, hasMore, minSeq: page.minSeq, maxSeq: page.maxSeq };
+  }
+
+  /** _whenSynced resolves after the next sync, or after ms. @param {number} ms */
+  _whenSynced(ms) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this._syncWaiters.push(() => { clearTimeout(timer); resolve(undefined); });
+    });
   }
 
   /**

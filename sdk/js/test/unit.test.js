@@ -336,9 +336,11 @@ describe('message stream', () => {
   /** serve answers 1005 pulls from a seq → message map (placeholders where null). */
   function serve(store, maxSeq, pending = []) {
     srv.on(1005, (f, reply) => {
-      const from = f.data.begin_seq;
+      const limit = f.data.limit || 100;
+      const top = f.data.end_seq || maxSeq;
+      const from = f.data.begin_seq || Math.max(1, top - limit + 1);
       const messages = [];
-      for (let s = from; s <= maxSeq && messages.length < (f.data.limit || 100); s++) {
+      for (let s = from; s <= top && messages.length < limit; s++) {
         if (pending.includes(s)) break;
         messages.push(store.has(s) ? store.get(s) : { seq: s, status: 'unavailable' });
       }
@@ -461,5 +463,71 @@ describe('message stream', () => {
     assert.equal(ev.recall[0].seq, 7);
     assert.equal(ev.recall[0].revokerId, 'bob');
     assert.equal(ev.group[0].msg_type, 1501);
+  });
+
+  test('history: the page below the stream start, then earlier pages; history and stream never overlap', async () => {
+    srv.on(1001, (f, reply) => reply({ conversations: { si_alice_bob: { max_seq: 130, min_seq: 1, read_seq: 120, delivered_seq: 125 } }, next_cursor: '' }));
+    const store = new Map();
+    for (let s = 1; s <= 130; s++) store.set(s, msg(s));
+    srv.on(1005, (f, reply) => {
+      const d = f.data;
+      const limit = d.limit || 100;
+      const messages = [];
+      if (d.end_seq) for (let s = Math.max(1, d.end_seq - limit + 1); s <= d.end_seq; s++) messages.push(store.get(s));
+      else for (let s = d.begin_seq; s <= 130 && messages.length < limit; s++) messages.push(store.get(s));
+      reply({ messages, min_seq: 1, max_seq: 130, pending_seqs: [] });
+    });
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    const connected = c.connect();
+    const first = await c.history('si_alice_bob', { limit: 50 });
+    await connected;
+    assert.equal(first.end, 125);
+    assert.deepEqual([first.messages[0].seq, first.messages.at(-1).seq, first.messages.length, first.hasMore], [76, 125, 50, true]);
+    await waitFor(() => got.length === 5, 3000, 'the stream above the cursor');
+    assert.deepEqual(got, [126, 127, 128, 129, 130]);
+    const earlier = await c.history('si_alice_bob', { before: 76, limit: 100 });
+    assert.deepEqual([earlier.messages[0].seq, earlier.messages.at(-1).seq, earlier.hasMore], [1, 75, false]);
+    assert.deepEqual(await c.history('si_alice_bob', { before: 1 }), { messages: [], end: 0, hasMore: false, minSeq: 0, maxSeq: 0 });
+  });
+
+  test('history of a conversation the stream has not started: the newest page, the stream continues above it', async () => {
+    serve(new Map([[1, msg(1)], [2, msg(2)], [3, msg(3)]]), 3);
+    srv.on(1001, (f, reply) => reply(null, 'unknown_request'));
+    const c = client({ syncTimeout: 100 });
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    srv.on(1005, (f, reply) => reply({ messages: [msg(1), msg(2), msg(3)], min_seq: 1, max_seq: 3, pending_seqs: [] }));
+    const page = await c.history('si_alice_bob');
+    assert.deepEqual([page.end, page.messages.map((m) => m.seq), page.hasMore], [3, [1, 2, 3], false]);
+    srv.last.ws.send(frame(2001, msg(4)));
+    await waitFor(() => got.length === 1);
+    assert.deepEqual(got, [4]);
+  });
+
+  test('history of a conversation new since the sync: the newest page, not an empty one', async () => {
+    serve(new Map([[1, msg(1, 'sg_g1', { msg_type: 1501, session_type: 3, sender_id: 'alice' })]]), 1);
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    await srv.until(() => srv.frames(1001).length === 1);
+    await waitFor(() => c._synced);
+    const page = await c.history('sg_g1');
+    assert.deepEqual([page.end, page.messages.map((m) => m.seq), page.hasMore], [1, [1], false]);
+    assert.deepEqual(got, []);
+  });
+
+  test('an error push that answers no request is an error event', async () => {
+    serve(new Map(), 0);
+    const c = client();
+    const errs = [];
+    c.on('error', (e) => errs.push(e));
+    await c.connect();
+    srv.last.ws.send(frame(3001, { reason: 'internal_error', detail: 'x' }, { err_code: 1001, err_msg: 'internal_error' }));
+    await waitFor(() => errs.length === 1);
+    assert.deepEqual([errs[0].reason, errs[0].detail, c.state], ['internal_error', 'x', 'connected']);
   });
 });

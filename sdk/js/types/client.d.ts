@@ -84,6 +84,8 @@ export class NexoClient extends Emitter<ClientEvents> {
     /** @type {Map<string, Timeline>} */
     _convs: Map<string, Timeline>;
     _synced: boolean;
+    /** @type {Array<() => void>} history calls waiting for the first sync */
+    _syncWaiters: Array<() => void>;
     /** the last sync had no cursors: new conversations start at their first seq seen */
     _cursorless: boolean;
     /** @type {Map<string, OutgoingMessage>} every message not yet saved or failed, by clientMsgId */
@@ -252,6 +254,26 @@ export class NexoClient extends Emitter<ClientEvents> {
         to?: number;
         limit?: number;
     }): Promise<PullResult>;
+    /**
+     * history reads the page of a conversation's older messages that ends
+     * right below `before` — without `before`, right where its "message"
+     * stream starts (the delivered cursor the first sync read, or the newest
+     * seq for a conversation the stream has not started yet). Pages and the
+     * stream together hold every seq once, with no gap between them: show
+     * `history()` then the stream, and page back with
+     * `history(id, {before: lowestSeqShown})` while `hasMore`. The first call
+     * waits for the connect's sync (at most syncTimeout ms). Over HTTP when
+     * not connected.
+     * @param {string} conversationId
+     * @param {{before?: number, limit?: number}} [opts]  limit: default 50, at most 100
+     * @returns {Promise<HistoryPage>}
+     */
+    history(conversationId: string, opts?: {
+        before?: number;
+        limit?: number;
+    }): Promise<HistoryPage>;
+    /** _whenSynced resolves after the next sync, or after ms. @param {number} ms */
+    _whenSynced(ms: number): Promise<any>;
     /**
      * markRead moves the read cursor of conversationId to seq (1101 read;
      * the other side gets a receipt). Never beyond what the user holds.
@@ -509,7 +531,7 @@ export type ClientEvents = {
      */
     group: Message;
     /**
-     * a failure the SDK cannot attach to a call (sync, the session ended)
+     * a failure the SDK cannot attach to a call (sync, the session ended, a 3001 error push that answers no request)
      */
     error: NexoError;
     /**
@@ -560,6 +582,22 @@ export type PullResult = {
      * seqs accepted but not saved yet ("not yet")
      */
     pendingSeqs: number[];
+};
+export type HistoryPage = {
+    /**
+     * ascending by seq, all at or below the page's `end`; placeholders for unavailable seqs
+     */
+    messages: Message[];
+    /**
+     * the highest seq the page covers (0: nothing to show)
+     */
+    end: number;
+    /**
+     * false once the page reaches the caller's first visible seq (min_seq)
+     */
+    hasMore: boolean;
+    minSeq: number;
+    maxSeq: number;
 };
 import { Emitter } from './emitter.js';
 import { HttpApi } from './http.js';
@@ -630,7 +668,7 @@ import { HttpApi } from './http.js';
  * @property {RecallEvent} recall
  * @property {KickedEvent} kicked
  * @property {Message} group     a group notification (msg_type 1500–1599 in a group), after its "message"
- * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended)
+ * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended, a 3001 error push that answers no request)
  * @property {ReconnectingEvent} reconnecting  a reconnect is scheduled after `delay` ms
  * @property {any} push          every push frame (2xxx, 3001) as it arrived, before the SDK handles it
  */
@@ -652,6 +690,14 @@ import { HttpApi } from './http.js';
  * @property {number} maxSeq
  * @property {number[]} pendingSeqs  seqs accepted but not saved yet ("not yet")
  */
+/**
+ * @typedef {object} HistoryPage
+ * @property {Message[]} messages  ascending by seq, all at or below the page's `end`; placeholders for unavailable seqs
+ * @property {number} end  the highest seq the page covers (0: nothing to show)
+ * @property {boolean} hasMore  false once the page reaches the caller's first visible seq (min_seq)
+ * @property {number} minSeq
+ * @property {number} maxSeq
+ */
 /** Per-conversation ordering state. */
 declare class Timeline {
     /** @param {string} id */
@@ -661,6 +707,8 @@ declare class Timeline {
     anchored: boolean;
     /** every seq ≤ hi has been emitted (or skipped) */
     hi: number;
+    /** seqs ≤ start are history (client.history), above it the stream */
+    start: number;
     maxSeq: number;
     /** @type {Map<number, Message | null>} seq → message waiting for the seqs below it; null: an own message (not emitted) */
     buffer: Map<number, Message | null>;

@@ -55,6 +55,9 @@ type Retention struct {
 	CleanInterval time.Duration `koanf:"clean_interval"`
 	// CleanBatch is the most messages one delete statement removes.
 	CleanBatch int `koanf:"clean_batch"`
+	// CleanPause is the cleaner's wait between two batches, which leaves
+	// the database to the message path (docs/bench/retention.md).
+	CleanPause time.Duration `koanf:"clean_pause"`
 }
 
 // Word filter actions (moderation.action).
@@ -568,6 +571,15 @@ type Msg struct {
 	MaxBodyBytes int `koanf:"max_body_bytes"`
 	// RevokeWindow is how long a sender may recall its message.
 	RevokeWindow time.Duration `koanf:"revoke_window"`
+	// EditWindow is how long after sending a sender may edit its text
+	// message; 0 turns the time limit off (docs/actions.md).
+	EditWindow time.Duration `koanf:"edit_window"`
+	// MaxReactionsPerUser caps the distinct emojis one user may react with
+	// on one message.
+	MaxReactionsPerUser int `koanf:"max_reactions_per_user"`
+	// ReactionEmojis, when not empty, is the only emojis reactions may use;
+	// empty allows any single emoji (one grapheme cluster).
+	ReactionEmojis []string `koanf:"reaction_emojis"`
 }
 
 // Cluster configures membership and cross-instance routing
@@ -616,6 +628,93 @@ type Push struct {
 	QueueSize int `koanf:"queue_size"`
 	// Workers is how many goroutines drain it.
 	Workers int `koanf:"workers"`
+
+	// The fields below configure the built-in push to phones and browsers
+	// (docs/push.md); the two above are the synchronous path's queue.
+
+	// Enabled turns on the built-in push: the device routes, and the push
+	// stages once a provider below is configured (the embedded mode always
+	// has Web Push, with a generated VAPID pair).
+	Enabled bool `koanf:"enabled"`
+	// GroupWindow: a group conversation notifies a recipient at most once
+	// per window; the messages inside it are collapsed into that one.
+	GroupWindow time.Duration `koanf:"group_window"`
+	// Preview is what a notification shows of a message: text (its start),
+	// sender_only (the sender's name only) or none (a generic line).
+	Preview string `koanf:"preview"`
+	// PreviewChars cuts the text preview (Unicode characters).
+	PreviewChars int `koanf:"preview_chars"`
+	// MaxDevicesPerUser caps a user's registered devices; registering one
+	// more forgets the least recently registered.
+	MaxDevicesPerUser int `koanf:"max_devices_per_user"`
+	// ResolveBatch is the most saved messages the resolve stage reads at
+	// once.
+	ResolveBatch int `koanf:"resolve_batch"`
+	// MaxAttempts is how many sends a notification gets before it is
+	// dead-lettered; RetryBackoff doubles per attempt up to
+	// RetryBackoffMax. A provider's Retry-After, when longer, wins (capped
+	// by RetryAfterMax).
+	MaxAttempts     int           `koanf:"max_attempts"`
+	RetryBackoff    time.Duration `koanf:"retry_backoff"`
+	RetryBackoffMax time.Duration `koanf:"retry_backoff_max"`
+	RetryAfterMax   time.Duration `koanf:"retry_after_max"`
+	// Timeout bounds one request to a provider.
+	Timeout time.Duration `koanf:"timeout"`
+	// DeadMaxLen caps the dead-letter stream of notifications.
+	DeadMaxLen int64       `koanf:"dead_max_len"`
+	FCM        PushFCM     `koanf:"fcm"`
+	APNs       PushAPNs    `koanf:"apns"`
+	WebPush    PushWebPush `koanf:"webpush"`
+}
+
+// PushFCM configures Firebase Cloud Messaging (HTTP v1 API).
+type PushFCM struct {
+	// CredentialsFile is the service account's JSON key (Firebase console,
+	// Project settings, Service accounts, "Generate new private key");
+	// empty turns FCM off.
+	CredentialsFile string `koanf:"credentials_file"`
+	// ProjectID overrides the key's project_id.
+	ProjectID string `koanf:"project_id"`
+	// Endpoint is the API's base URL (tests point it at a local receiver).
+	Endpoint string `koanf:"endpoint"`
+	// Concurrency is how many requests to FCM are in flight at once.
+	Concurrency int `koanf:"concurrency"`
+}
+
+// PushAPNs configures the Apple Push Notification service, token auth.
+type PushAPNs struct {
+	// KeyFile is the .p8 signing key (Apple Developer, Keys, with the APNs
+	// service enabled); empty turns APNs off. KeyID is its 10-character
+	// ID, TeamID the account's team ID, Topic the app's bundle ID.
+	KeyFile string `koanf:"key_file"`
+	KeyID   string `koanf:"key_id"`
+	TeamID  string `koanf:"team_id"`
+	Topic   string `koanf:"topic"`
+	// Production sends to the production service; false to the sandbox
+	// (development builds).
+	Production bool `koanf:"production"`
+	// Endpoint overrides the service's URL (tests point it at a local
+	// HTTP/2 receiver).
+	Endpoint    string `koanf:"endpoint"`
+	Concurrency int    `koanf:"concurrency"`
+}
+
+// PushWebPush configures Web Push with VAPID (RFC 8030, 8291, 8292).
+type PushWebPush struct {
+	// VAPIDPublicKey and VAPIDPrivateKey are the application server's P-256
+	// key pair, base64url; both empty turns Web Push off, except in the
+	// embedded mode, which generates a pair and keeps it in its data
+	// directory. Subject is a mailto: or https: contact for the push
+	// services.
+	VAPIDPublicKey  string `koanf:"vapid_public_key"`
+	VAPIDPrivateKey string `koanf:"vapid_private_key"`
+	Subject         string `koanf:"subject"`
+	// AllowInsecureEndpoints accepts http:// subscription endpoints: for
+	// tests only (nexo config check warns).
+	AllowInsecureEndpoints bool `koanf:"allow_insecure_endpoints"`
+	// TTL is how long a push service keeps an undelivered notification.
+	TTL         time.Duration `koanf:"ttl"`
+	Concurrency int           `koanf:"concurrency"`
 }
 
 // Admin configures the admin endpoints.
@@ -703,6 +802,10 @@ type Sync struct {
 	// this process applies at once; one made through another process within
 	// this long.
 	RecvOptCacheTTL time.Duration `koanf:"recv_opt_cache_ttl"`
+	// ReadCountInterval is the coalescing window of the read-count updates
+	// a group message's sender gets (docs/sync.md, "Read counts"): at most
+	// one per conversation per interval, across all instances.
+	ReadCountInterval time.Duration `koanf:"read_count_interval"`
 }
 
 // Metrics configures how the operator routes (/metrics) are served
@@ -874,9 +977,14 @@ func Default() Config {
 			BatchSize: 256, BatchWait: 0, MaxAttempts: 8,
 			RetryBackoff: 100 * time.Millisecond, RetryBackoffMax: 5 * time.Second,
 		},
-		Seq:  Seq{LeaseBlock: 100},
-		Msg:  Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute},
-		Push: Push{QueueSize: 65536, Workers: 4},
+		Seq: Seq{LeaseBlock: 100},
+		Msg: Msg{MaxBodyBytes: 51200, RevokeWindow: 2 * time.Minute, EditWindow: 24 * time.Hour, MaxReactionsPerUser: 20, ReactionEmojis: []string{}},
+		Push: Push{QueueSize: 65536, Workers: 4, Enabled: true, GroupWindow: 2 * time.Second, Preview: "text", PreviewChars: 100,
+			MaxDevicesPerUser: 20, ResolveBatch: 200, MaxAttempts: 8, RetryBackoff: time.Second, RetryBackoffMax: 5 * time.Minute,
+			RetryAfterMax: 10 * time.Minute, Timeout: 10 * time.Second, DeadMaxLen: 10000,
+			FCM:     PushFCM{Endpoint: "https://fcm.googleapis.com", Concurrency: 16},
+			APNs:    PushAPNs{Concurrency: 16},
+			WebPush: PushWebPush{Subject: "mailto:admin@localhost", TTL: 24 * time.Hour, Concurrency: 16}},
 		Group: Group{
 			MinCreateMembers: 3, InvitePermission: InviteByMembers, MaxIDsPerRequest: 2000, MaxMembers: 10_000,
 			MemberCacheTTL: 5 * time.Minute, LocalCacheTTL: 30 * time.Second, LocalCacheSize: 10000,
@@ -892,7 +1000,7 @@ func Default() Config {
 		},
 		Sync: Sync{
 			CursorFlushInterval: 50 * time.Millisecond, ResendSingleMax: 200, ResendGroupMax: 200,
-			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 200,
+			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 200, ReadCountInterval: time.Second,
 			RevokeWait: 3 * time.Second, RecvOptCacheTTL: 5 * time.Second,
 		},
 		Webhooks: Webhooks{
@@ -913,7 +1021,7 @@ func Default() Config {
 			Export:       Rate{Rate: 3, Period: time.Hour, Burst: 3},
 			Report:       Rate{Rate: 20, Period: time.Hour, Burst: 10},
 		},
-		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500},
+		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500, CleanPause: 50 * time.Millisecond},
 		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
 		Moderation: Moderation{Action: ModerationRefuse},
 	}

@@ -104,6 +104,9 @@ func (c *Config) Validate() error {
 		{c.Seq.LeaseBlock >= 1, "seq.lease_block", "must be >= 1"},
 		{c.Msg.MaxBodyBytes >= 1 && int64(c.Msg.MaxBodyBytes) < c.WS.ReadLimit, "msg.max_body_bytes", "must be >= 1 and below ws.read_limit"},
 		{c.Msg.RevokeWindow >= 0, "msg.revoke_window", "must be >= 0"},
+		{c.Msg.EditWindow >= 0, "msg.edit_window", "must be >= 0 (0 turns the limit off)"},
+		{c.Msg.MaxReactionsPerUser >= 1 && c.Msg.MaxReactionsPerUser <= 100, "msg.max_reactions_per_user", "must be 1–100"},
+		{len(c.Msg.ReactionEmojis) <= 1000, "msg.reaction_emojis", "at most 1000 entries"},
 		{c.Push.QueueSize >= 1, "push.queue_size", "must be >= 1"},
 		{c.Push.Workers >= 1, "push.workers", "must be >= 1"},
 		{c.Group.MinCreateMembers >= 2, "group.min_create_members", "must be >= 2"},
@@ -128,6 +131,7 @@ func (c *Config) Validate() error {
 		{c.Sync.ResendConcurrency >= 1, "sync.resend_concurrency", "must be >= 1"},
 		{c.Sync.GroupReceiptMaxMembers >= 0, "sync.group_receipt_max_members", "must be >= 0 (0 turns group read receipts off)"},
 		{c.Sync.RevokeWait >= 0, "sync.revoke_wait", "must be >= 0"},
+		{c.Sync.ReadCountInterval >= 10*time.Millisecond && c.Sync.ReadCountInterval <= time.Minute, "sync.read_count_interval", "must be 10ms–1m"},
 		{c.Sync.RecvOptCacheTTL >= 100*time.Millisecond && c.Sync.RecvOptCacheTTL <= time.Minute, "sync.recv_opt_cache_ttl", "must be 100ms–1m"},
 		{c.Cluster.InstanceID == "" || validInstanceID(c.Cluster.InstanceID), "cluster.instance_id", "must be 1–64 characters of A-Z a-z 0-9 . _ - (empty: host name + HTTP port)"},
 		{c.Cluster.HeartbeatInterval >= 50*time.Millisecond, "cluster.heartbeat_interval", "must be >= 50ms"},
@@ -168,10 +172,27 @@ func (c *Config) Validate() error {
 		{c.Webhooks.OfflinePush.PreviewChars >= 1, "webhooks.offline_push.preview_chars", "must be >= 1"},
 		{c.Cluster.DrainDelay >= 0 && c.Cluster.DrainDelay < c.HTTP.ShutdownTimeout, "cluster.drain_delay", "must be >= 0 and below http.shutdown_timeout"},
 		{c.Search.Timeout > 0, "search.timeout", "must be > 0"},
+		{c.Push.GroupWindow >= 0, "push.group_window", "must be >= 0"},
+		{oneOf(c.Push.Preview, "text", "sender_only", "none"), "push.preview", "allowed: text, sender_only, none"},
+		{c.Push.PreviewChars >= 1, "push.preview_chars", "must be >= 1"},
+		{c.Push.MaxDevicesPerUser >= 1, "push.max_devices_per_user", "must be >= 1"},
+		{c.Push.ResolveBatch >= 1, "push.resolve_batch", "must be >= 1"},
+		{c.Push.MaxAttempts >= 1, "push.max_attempts", "must be >= 1"},
+		{c.Push.RetryBackoff > 0 && c.Push.RetryBackoffMax >= c.Push.RetryBackoff, "push.retry_backoff", "must be > 0 and <= push.retry_backoff_max"},
+		{c.Push.RetryAfterMax >= 0, "push.retry_after_max", "must be >= 0"},
+		{c.Push.Timeout > 0, "push.timeout", "must be > 0"},
+		{c.Push.FCM.Concurrency >= 1 && c.Push.APNs.Concurrency >= 1 && c.Push.WebPush.Concurrency >= 1, "push.*.concurrency", "must be >= 1"},
+		{c.Push.APNs.KeyFile == "" || c.Push.APNs.KeyID != "" && c.Push.APNs.TeamID != "" && c.Push.APNs.Topic != "", "push.apns.key_file",
+			"needs push.apns.key_id, team_id and topic (the app's bundle ID)"},
+		{(c.Push.WebPush.VAPIDPublicKey == "") == (c.Push.WebPush.VAPIDPrivateKey == ""), "push.webpush.vapid_private_key",
+			"set both vapid_public_key and vapid_private_key, or neither"},
+		{c.Push.WebPush.VAPIDPublicKey == "" || strings.HasPrefix(c.Push.WebPush.Subject, "mailto:") || strings.HasPrefix(c.Push.WebPush.Subject, "https://"),
+			"push.webpush.subject", "must be a mailto: or https:// contact"},
 		{c.Search.IndexBatch >= 1, "search.index_batch", "must be >= 1"},
 		{c.Retention.MaxAge == 0 || c.Retention.MaxAge >= time.Minute, "retention.max_age", "must be 0 (off) or >= 1m"},
 		{c.Retention.CleanInterval >= time.Second, "retention.clean_interval", "must be >= 1s"},
 		{c.Retention.CleanBatch >= 1 && c.Retention.CleanBatch <= 10000, "retention.clean_batch", "must be 1–10000"},
+		{c.Retention.CleanPause >= 0 && c.Retention.CleanPause <= time.Minute, "retention.clean_pause", "must be 0–1m"},
 		{oneOf(c.Moderation.Action, ModerationRefuse, ModerationMask), "moderation.action", "allowed: refuse, mask"},
 		{c.Search.IndexWait >= 0, "search.index_wait", "must be >= 0"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
@@ -292,4 +313,14 @@ func oneOf(v string, allowed ...string) bool {
 		}
 	}
 	return false
+}
+
+// Warnings lists settings that are valid but unsafe in production, for
+// nexo config check and the start-up log.
+func (c *Config) Warnings() []string {
+	var out []string
+	if c.Push.WebPush.AllowInsecureEndpoints {
+		out = append(out, "push.webpush.allow_insecure_endpoints is true: http:// Web Push endpoints are accepted (for tests only)")
+	}
+	return out
 }

@@ -41,6 +41,9 @@ const (
 	// StatusFailed: a placeholder for a seq whose message could not be saved
 	// (it went to the dead-letter stream); see docs/pipeline.md.
 	StatusFailed MessageStatus = "failed"
+	// StatusDeleted: removed for everyone by its sender or a group admin;
+	// a tombstone that keeps its metadata, never its content.
+	StatusDeleted MessageStatus = "deleted"
 	// StatusUnavailable is never stored: pulls use it for a seq that has no
 	// readable message (a gap, a failed placeholder, or outside the caller's
 	// visibility), so clients can advance past it.
@@ -84,6 +87,13 @@ type Message struct {
 	AtUserIDs      []string
 	Status         MessageStatus
 	SendAt         int64
+	// Quote is the snapshot of the message this one replies to, taken at
+	// accept (nil: no quote); docs/actions.md.
+	Quote *Quote
+	// EditedAt (Unix ms) and EditVersion (1, 2, ...) are set once the
+	// sender edited the message; 0 when never edited.
+	EditedAt    int64
+	EditVersion int
 }
 
 // SingleRecipients is who a single-chat message is pushed to: the receiver

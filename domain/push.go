@@ -18,6 +18,9 @@ const (
 	// PushError carries an asynchronous failure of an earlier request
 	// (3001): Err decides its reason and err_code.
 	PushError
+	// PushReadCount tells a group message's sender how many members have
+	// read its messages (2104), coalesced (docs/sync.md, "Read counts").
+	PushReadCount
 )
 
 // Push is one server-to-client push as the services see it. Data is its

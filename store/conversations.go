@@ -368,19 +368,32 @@ const latestWindow = 64
 // Latest returns, per conversation, the newest message of its range that
 // is not a failed placeholder (revoked ones included: the list shows that
 // they were revoked). One query per 200 ranges, plus one per conversation
-// whose newest 64 seqs are all gaps.
+// whose newest 64 seqs are all gaps. It is LatestFor with no viewer.
 func (r *ConversationRepo) Latest(ctx context.Context, ranges []SeqRange) (map[string]domain.Message, error) {
+	return r.LatestFor(ctx, "", ranges)
+}
+
+// LatestFor is Latest as viewer sees it: the messages viewer deleted for
+// itself (message_hidden) are left out ("" leaves out none).
+func (r *ConversationRepo) LatestFor(ctx context.Context, viewer string, ranges []SeqRange) (map[string]domain.Message, error) {
 	out := map[string]domain.Message{}
 	windows := make([]SeqRange, 0, len(ranges))
 	for _, rg := range nonEmpty(ranges) {
 		windows = append(windows, SeqRange{rg.ConversationID, max(rg.After, rg.Upto-latestWindow), rg.Upto})
 	}
+	notHidden, hiddenArgs := "", []any(nil)
+	if viewer != "" {
+		notHidden = ` AND NOT EXISTS (SELECT 1 FROM message_hidden h WHERE h.user_id = ? AND h.conversation_id = m2.conversation_id AND h.seq = m2.seq)`
+		hiddenArgs = []any{viewer}
+	}
 	err := chunks(windows, func(rs []SeqRange) error {
 		where, args := rangeWhere("m2", rs)
 		var rows []messageRow
+		all := append([]any{msgStatusFailed}, args...)
+		all = append(all, hiddenArgs...)
 		err := r.db.Gorm.WithContext(ctx).Raw(`SELECT * FROM messages WHERE (conversation_id, seq) IN (
-			SELECT m2.conversation_id, MAX(m2.seq) FROM messages m2 WHERE m2.status <> ? AND `+where+`
-			GROUP BY m2.conversation_id)`, append([]any{msgStatusFailed}, args...)...).Scan(&rows).Error
+			SELECT m2.conversation_id, MAX(m2.seq) FROM messages m2 WHERE m2.status <> ? AND `+where+notHidden+`
+			GROUP BY m2.conversation_id)`, all...).Scan(&rows).Error
 		for i := range rows {
 			out[rows[i].ConversationID] = fromMessageRow(&rows[i])
 		}
@@ -394,8 +407,12 @@ func (r *ConversationRepo) Latest(ctx context.Context, ranges []SeqRange) (map[s
 			continue
 		}
 		var rows []messageRow
-		err := r.db.Gorm.WithContext(ctx).Where("conversation_id = ? AND seq > ? AND seq <= ? AND status <> ?",
-			rg.ConversationID, rg.After, rg.Upto, msgStatusFailed).Order("seq DESC").Limit(1).Find(&rows).Error
+		q := r.db.Gorm.WithContext(ctx).Table("messages AS m2").Where("m2.conversation_id = ? AND m2.seq > ? AND m2.seq <= ? AND m2.status <> ?",
+			rg.ConversationID, rg.After, rg.Upto, msgStatusFailed)
+		if viewer != "" {
+			q = q.Where(notHidden[len(" AND "):], viewer)
+		}
+		err := q.Order("m2.seq DESC").Limit(1).Find(&rows).Error
 		if err != nil {
 			return nil, fmt.Errorf("latest message of %s: %w", rg.ConversationID, err)
 		}
@@ -409,13 +426,23 @@ func (r *ConversationRepo) Latest(ctx context.Context, ranges []SeqRange) (map[s
 // Messages returns the stored messages of ranges, by conversation then
 // ascending seq; failed placeholders are left out. One query per 200
 // ranges: callers bound the ranges (offline resend sizes them to its caps).
+// It is MessagesFor with no viewer.
 func (r *ConversationRepo) Messages(ctx context.Context, ranges []SeqRange) ([]domain.Message, error) {
+	return r.MessagesFor(ctx, "", ranges)
+}
+
+// MessagesFor is Messages as viewer sees them: the messages viewer deleted
+// for itself (message_hidden) are left out ("" leaves out none).
+func (r *ConversationRepo) MessagesFor(ctx context.Context, viewer string, ranges []SeqRange) ([]domain.Message, error) {
 	var out []domain.Message
 	err := chunks(ranges, func(rs []SeqRange) error {
 		where, args := rangeWhere("m", rs)
 		var rows []messageRow
-		err := r.db.Gorm.WithContext(ctx).Table("messages AS m").Where(where, args...).
-			Where("m.status <> ?", msgStatusFailed).Order("m.conversation_id, m.seq").Find(&rows).Error
+		q := r.db.Gorm.WithContext(ctx).Table("messages AS m").Where(where, args...).Where("m.status <> ?", msgStatusFailed)
+		if viewer != "" {
+			q = q.Where("NOT EXISTS (SELECT 1 FROM message_hidden h WHERE h.user_id = ? AND h.conversation_id = m.conversation_id AND h.seq = m.seq)", viewer)
+		}
+		err := q.Order("m.conversation_id, m.seq").Find(&rows).Error
 		out = append(out, fromMessageRows(rows)...)
 		return err
 	})

@@ -289,6 +289,7 @@ func toMessageRow(m *domain.Message, now int64) messageRow {
 		s := string(b)
 		row.AtUserIDs = &s
 	}
+	row.Extra = encodeExtra(m)
 	return row
 }
 
@@ -316,6 +317,8 @@ func fromMessageRow(r *messageRow) domain.Message {
 	if r.AtUserIDs != nil {
 		_ = json.Unmarshal([]byte(*r.AtUserIDs), &m.AtUserIDs)
 	}
+	m.EditedAt, m.EditVersion = r.EditedAt, r.EditVersion
+	m.Quote = decodeQuote(r.Extra)
 	return m
 }
 
@@ -325,6 +328,8 @@ func statusCode(s domain.MessageStatus) int {
 		return msgStatusRevoked
 	case domain.StatusFailed:
 		return msgStatusFailed
+	case domain.StatusDeleted:
+		return msgStatusDeleted
 	}
 	return msgStatusNormal
 }
@@ -335,6 +340,8 @@ func statusName(c int) domain.MessageStatus {
 		return domain.StatusRevoked
 	case msgStatusFailed:
 		return domain.StatusFailed
+	case msgStatusDeleted:
+		return domain.StatusDeleted
 	}
 	return domain.StatusNormal
 }

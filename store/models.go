@@ -144,6 +144,7 @@ const (
 	msgStatusNormal  = 0
 	msgStatusRevoked = 1
 	msgStatusFailed  = 2
+	msgStatusDeleted = 3
 )
 
 type messageRow struct {
@@ -165,10 +166,15 @@ type messageRow struct {
 	ContentCustom  *string `gorm:"column:content_custom;type:json"`
 	AtUserIDs      *string `gorm:"column:at_user_ids;type:json"`
 	Status         int     `gorm:"column:status;not null;default:0"`
-	Extra          *string `gorm:"column:extra;type:json"`
-	SendAt         int64   `gorm:"column:send_at;not null;index:idx_send_at"`
-	CreatedAt      int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
-	UpdatedAt      int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// Extra holds {"quote": {...}}, a quoted reply's snapshot (actions.go).
+	Extra     *string `gorm:"column:extra;type:json"`
+	SendAt    int64   `gorm:"column:send_at;not null;index:idx_send_at"`
+	CreatedAt int64   `gorm:"column:created_at;not null;autoCreateTime:false"`
+	UpdatedAt int64   `gorm:"column:updated_at;not null;autoUpdateTime:false"`
+	// EditedAt and EditVersion (migration 12): the latest edit's time and
+	// number, 0 when never edited.
+	EditedAt    int64 `gorm:"column:edited_at;not null;default:0"`
+	EditVersion int   `gorm:"column:edit_version;not null;default:0"`
 }
 
 func (messageRow) TableName() string { return "messages" }

@@ -140,6 +140,9 @@ func (r *SearchRepo) searchSQL(q SearchQuery) (string, []any) {
 	sb.WriteString(" WHERE ")
 	sb.WriteString(visibleSQL)
 	args = append(args, q.UserID, q.UserID)
+	// Messages the caller deleted for itself never match (docs/actions.md).
+	sb.WriteString(" AND NOT EXISTS (SELECT 1 FROM message_hidden h WHERE h.user_id = ? AND h.conversation_id = s.conversation_id AND h.seq = s.seq)")
+	args = append(args, q.UserID)
 	sb.WriteString(" AND m.status = 0 AND ")
 	sb.WriteString(match)
 	args = append(args, matchArgs...)

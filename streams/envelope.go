@@ -67,6 +67,16 @@ type wireMessage struct {
 	Custom         string   `json:"custom,omitempty"`
 	AtUserIDs      []string `json:"at_user_ids,omitempty"`
 	SendAt         int64    `json:"send_at"`
+	// Quote is a quoted reply's snapshot, taken at accept.
+	Quote *wireQuote `json:"quote,omitempty"`
+}
+
+// wireQuote is domain.Quote in a stream body.
+type wireQuote struct {
+	Seq      int64  `json:"seq"`
+	SenderID string `json:"sender_id"`
+	MsgType  int    `json:"msg_type"`
+	Preview  string `json:"preview"`
 }
 
 // bodyAPI encodes stream bodies as encoding/json would (invalid UTF-8 as
@@ -76,12 +86,16 @@ var bodyAPI = sonic.Config{ValidateString: true}.Froze()
 
 // EncodeMessage returns the stream body of m (everything but Seq and Status).
 func EncodeMessage(m *domain.Message) string {
+	var q *wireQuote
+	if m.Quote != nil {
+		q = &wireQuote{Seq: m.Quote.Seq, SenderID: m.Quote.SenderID, MsgType: int(m.Quote.MsgType), Preview: m.Quote.Preview}
+	}
 	b, _ := bodyAPI.Marshal(wireMessage{
 		ServerMsgID: m.ServerMsgID, ClientMsgID: m.ClientMsgID, ConversationID: m.ConversationID,
 		SenderID: m.SenderID, RecvID: m.RecvID, GroupID: m.GroupID, SessionType: int(m.SessionType),
 		MsgType: int(m.MsgType), Text: m.Content.Text, Image: m.Content.Image, Video: m.Content.Video,
 		Audio: m.Content.Audio, File: m.Content.File, Custom: m.Content.Custom, AtUserIDs: m.AtUserIDs,
-		SendAt: m.SendAt,
+		SendAt: m.SendAt, Quote: q,
 	})
 	return string(b)
 }
@@ -119,6 +133,9 @@ func Decode(x redis.XMessage) (Entry, error) {
 		SenderID: w.SenderID, RecvID: w.RecvID, GroupID: w.GroupID, SessionType: domain.SessionType(w.SessionType),
 		MsgType: domain.MsgType(w.MsgType), AtUserIDs: w.AtUserIDs, Status: domain.StatusNormal, SendAt: w.SendAt,
 		Content: domain.Content{Text: w.Text, Image: w.Image, Video: w.Video, Audio: w.Audio, File: w.File, Custom: w.Custom},
+	}
+	if w.Quote != nil {
+		e.Msg.Quote = &domain.Quote{Seq: w.Quote.Seq, SenderID: w.Quote.SenderID, MsgType: domain.MsgType(w.Quote.MsgType), Preview: w.Quote.Preview}
 	}
 	if e.Msg.ServerMsgID == "" || e.Msg.ConversationID == "" || e.Msg.SenderID == "" {
 		return e, fmt.Errorf("entry %s: missing ids", x.ID)

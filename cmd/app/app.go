@@ -33,6 +33,7 @@ import (
 	"github.com/nexo-im/nexo/services/moderation"
 	"github.com/nexo-im/nexo/services/presence"
 	"github.com/nexo-im/nexo/services/privacy"
+	"github.com/nexo-im/nexo/services/push"
 	"github.com/nexo-im/nexo/services/search"
 	"github.com/nexo-im/nexo/services/sync"
 	"github.com/nexo-im/nexo/store"
@@ -112,6 +113,9 @@ type App struct {
 	// only live instances for routing): the cluster router reads it,
 	// realtime writes this instance's part.
 	presence *store.Presence
+	// push is the built-in push's device service; nil when push.enabled
+	// is false.
+	push *push.Service
 
 	// Integration: set by buildMessaging and buildIntegration.
 	chat   *chat.Service
@@ -384,7 +388,7 @@ func (a *App) buildGateway(context.Context) error {
 	a.accounts = account.NewService(account.Deps{
 		Users: a.users, Contacts: store.NewContacts(a.db), Blocks: a.blocks, Gate: a.dmGate, Passwords: a.passwords, Tokens: auth.AccountTokens{Issuer: a.issuer}, Store: a.tokens,
 		Sessions: hubSessions{a}, Limits: limits.NewAccounts(a.limiter, a.cfg.Limits), Auth: a.cfg.Auth,
-		RegistrationClosed: !a.cfg.RegistrationIsOpen(), Words: a.words,
+		RegistrationClosed: !a.cfg.RegistrationIsOpen(), Words: a.words, Devices: pushDevices{a},
 	})
 	routes.Account(a.server, a.accounts, a.cfg.HTTP.MaxBodyBytes, a.log)
 	a.add(component{name: "http", run: a.server.Run, stop: func(context.Context) error {

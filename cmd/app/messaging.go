@@ -18,6 +18,7 @@ import (
 	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/services/actions"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/services/sync"
@@ -86,9 +87,10 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		return err
 	}
 	a.search = searchSvc
+	pushHook := a.pushHook()
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook),
+		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook),
 		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
 	})
 	groupRepo := store.NewGroupRepo(a.db)
@@ -172,14 +174,18 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	a.add(component{name: "push queue", run: func(ctx context.Context) error { return fanout.Run(ctx) }})
 
 	a.mode = chat.NewMode(a.cfg.TwoPhase)
+	inflight := streams.NewInFlightReader(a.rdb, keys)
+	puller := chat.NewPuller(msgs, seqs, members, inflight)
+	actionRepo := store.NewActionRepo(a.db)
+	// Pulls show edits' marks, reactions, deletes and quotes' state
+	// (docs/actions.md); a quoted reply's snapshot is taken through a pull.
+	puller.UseActions(actions.NewAnnotator(actionRepo, msgs))
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
-		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook), DeadSenders: deadSenders,
-		DM: a.dmGate, Words: a.words,
+		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook, pushHook), DeadSenders: deadSenders,
+		DM: a.dmGate, Words: a.words, Quotes: puller,
 	})
-	inflight := streams.NewInFlightReader(a.rdb, keys)
-	puller := chat.NewPuller(msgs, seqs, members, inflight)
 	routes.NewChat(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
 	a.buildReports(puller, msgs, hooks)
 
@@ -201,6 +207,13 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	writer := sync.NewCursorWriter(sync.CursorWriterDeps{Store: store.NewCursorRepo(a.db), Sink: receipts,
 		Window: a.cfg.Sync.CursorFlushInterval, Saved: convRepo, Audit: audit, Registry: a.metrics, Log: a.log})
 	a.add(component{name: "cursor writer", run: writer.Run, stop: writer.Close})
+	// Group senders get coalesced read counts instead of per-reader
+	// receipts (docs/sync.md, "Read counts").
+	readCounts := actions.NewReadCounts(actionRepo, members, ws.NewPushes(a.relay, a.log), a.rdb, a.keys, a.cfg.Sync.ReadCountInterval, a.log)
+	receipts.UseReadCounts(readCounts)
+	a.add(component{name: "read counts", run: readCounts.Run})
+	routes.NewActions(actions.NewService(actions.Deps{Msg: a.cfg.Msg, Wait: a.cfg.Sync.RevokeWait, Access: access,
+		Store: actionRepo, Messages: msgs, Roles: members, Viewers: members, Notifier: svc}), a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
 	recall := sync.NewRecall(sync.RecallDeps{Window: a.cfg.Msg.RevokeWindow, Wait: a.cfg.Sync.RevokeWait, Access: access,
 		Store: store.NewRevokeRepo(a.db), Roles: members, Notifier: svc, Push: pusher, Saved: seqs, InFlight: inflight})
 	routes.NewSync(sync.NewCursors(access, writer, convRepo), sync.NewConversations(access, convRepo, writer, members, noPush),
@@ -210,6 +223,9 @@ func (a *App) buildMessaging(ctx context.Context) error {
 
 	a.buildPrivacy(access, members, puller)
 	a.buildIntegration(hooks, members, convRepo)
+	if err := a.buildPush(ctx, members, convRepo); err != nil {
+		return err
+	}
 
 	// Without KeepHijackedConns Hertz ignores Close on a hijacked
 	// connection, and no server-side close (kick, slow consumer) would work.

@@ -18,8 +18,8 @@ func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *
 	svc := privacy.NewService(privacy.Deps{
 		Config: privacy.Config{MaxAge: a.cfg.Retention.MaxAge, EraseDeletedUsers: a.cfg.Retention.EraseDeletedUsers},
 		Users:  a.users, Passwords: a.passwords, Tokens: a.tokens, Sessions: hubSessions{a}, Groups: a.groups,
-		Keys: store.NewUserKeys(a.rdb, a.keys), Gate: a.dmGate, Store: store.NewPrivacyRepo(a.db),
-		Access: access, Roles: members, Cursors: store.NewCursorRepo(a.db), Log: a.log,
+		Keys: store.NewUserKeys(a.rdb, a.keys), Gate: a.dmGate, Attempts: limits.NewAccounts(a.limiter, a.cfg.Limits), Store: store.NewPrivacyRepo(a.db),
+		Access: access, Roles: members, Cursors: store.NewCursorRepo(a.db), Log: a.log, Devices: pushDevices{a},
 	})
 	a.privacy = svc
 	puller.WithCleared(svc)
@@ -27,6 +27,7 @@ func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *
 		Period: a.cfg.Limits.Export.Period, Burst: a.cfg.Limits.Export.Burst})
 	routes.NewPrivacy(svc, exports, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
 	a.cleaner = privacy.NewCleaner(svc, store.NewLease(a.rdb, a.keys, "retention"), a.consumerName(),
-		privacy.CleanerConfig{Interval: a.cfg.Retention.CleanInterval, Batch: a.cfg.Retention.CleanBatch}, a.log)
+		privacy.CleanerConfig{Interval: a.cfg.Retention.CleanInterval, Batch: a.cfg.Retention.CleanBatch,
+			Pause: a.cfg.Retention.CleanPause}, a.log)
 	a.add(component{name: "retention cleaner", run: a.cleaner.Run})
 }

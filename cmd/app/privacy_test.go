@@ -190,6 +190,20 @@ func TestAccountDeletionAcrossInstances(t *testing.T) {
 		}
 	}
 
+	// A send to the deleted user through the other instance is refused
+	// within the DM gate's cache time.
+	for i := 0; ; i++ {
+		code, env := httpSend(t, b, tok["bob"], "zoe", fmt.Sprint("to-zoe-", i))
+		if env["err_msg"] == "user_not_found" {
+			break
+		}
+		if code != 200 || time.Since(began) > 10*time.Second {
+			t.Fatalf("a send to the deleted user through n2: %d %v", code, env)
+		}
+		time.Sleep(50 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Logf("sends to the deleted user refused on n2 %v after the deletion began", time.Since(began))
+
 	tr, _ := res["transferred_groups"].(map[string]any)
 	if tr[owned] != "carol" || fmt.Sprint(res["dismissed_groups"]) != fmt.Sprintf("[%s]", lonely) || res["messages_erased"] != false {
 		t.Fatalf("groups: %v", res)
@@ -278,6 +292,12 @@ func TestAccountDeletionServerAPIErases(t *testing.T) {
 	}
 	if code, env := serverAPI(t, "POST", base+"/api/user/create", `{"user_id":"erin","nickname":"again"}`); code != 409 {
 		t.Fatalf("re-create: %d %v", code, env)
+	}
+	if again := mustAPI(t, "POST", base+"/api/user/delete", `{"user_id":"erin"}`); again["user_id"] != "erin" {
+		t.Fatalf("deleting again finishes nothing left: %v", again)
+	}
+	if code, env := httpSend(t, base, tok["fred"], "erin", "f-2"); code == 200 {
+		t.Fatalf("a send to the deleted user: %d %v", code, env)
 	}
 	if code, env := serverAPI(t, "POST", base+"/api/user/delete", `{"user_id":"nobody-here"}`); code != 404 {
 		t.Fatalf("unknown user: %d %v", code, env)
@@ -430,5 +450,27 @@ func TestExportClearAndRetention(t *testing.T) {
 	}
 	if ms, _ := mustCall(t, "GET", base+"/msg/pull?conversation_id=si_gina_hank&begin_seq=1", "", tok["hank"])["messages"].([]any); len(ms) != 2 {
 		t.Fatalf("a conversation without retention lost messages: %v", ms)
+	}
+}
+
+// TestDeletionPasswordGuessesAreLimited: the password of POST /user/delete
+// counts as a login attempt, so a stolen token cannot guess it faster than
+// limits.login_account allows; the account stays.
+func TestDeletionPasswordGuessesAreLimited(t *testing.T) {
+	t.Parallel()
+	cfg := realConfig(t)
+	cfg.Limits.LoginAccount = configs.Rate{Rate: 2, Period: time.Hour, Burst: 2}
+	base, _, _ := startApp(t, cfg)
+	tok := user(t, base, "gus") // a successful login clears the account's count
+	for i := 1; i <= 2; i++ {
+		if code, env := call(t, "POST", base+"/user/delete", fmt.Sprintf(`{"password":"guess-number-%d"}`, i), tok); code != 401 {
+			t.Fatalf("guess %d: %d %v", i, code, env)
+		}
+	}
+	if code, env := call(t, "POST", base+"/user/delete", `{"password":"guess-number-3"}`, tok); code != 429 || env["err_msg"] != "too_many_requests" {
+		t.Fatalf("a guess past limits.login_account: %d %v", code, env)
+	}
+	if code, env := call(t, "GET", base+"/user/info", "", tok); code != 200 {
+		t.Fatalf("the account after the guesses: %d %v", code, env)
 	}
 }

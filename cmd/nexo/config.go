@@ -43,6 +43,11 @@ func configCheckCmd(ctx context.Context, inv invocation) error {
 	if _, err := fmt.Fprintf(inv.stdout, "# nexo config check: valid; the effective configuration, secrets masked\n%s\n", line); err != nil {
 		return err
 	}
+	for _, w := range inv.cfg.Warnings() {
+		if _, err := fmt.Fprintf(inv.stdout, "# WARNING: %s\n", w); err != nil {
+			return err
+		}
+	}
 	if _, err = inv.stdout.Write(out); err != nil {
 		return err
 	}

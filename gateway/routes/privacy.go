@@ -44,13 +44,30 @@ func NewPrivacy(svc *privacy.Service, limit ExportLimiter, maxBody int, log *slo
 // /conversation/retention (all authenticated) and WS 1116 (clear) and 1117
 // (set retention).
 func (h *Privacy) Register(r HTTP, w WS) {
-	r.Route("POST", "/user/delete", api.JSON(h.maxBody, h.log, h.svc.DeleteOwn), true)
+	r.Route("POST", "/user/delete", h.deleteOwn, true)
 	r.Route("GET", "/user/export", h.export, true)
 	r.Route("POST", "/conversation/clear", api.JSON(h.maxBody, h.log, h.svc.Clear), true)
 	r.Route("POST", "/conversation/set_retention", api.JSON(h.maxBody, h.log, h.svc.SetRetention), true)
 	r.Route("GET", "/conversation/retention", h.retention, true)
 	w.Handle(wire.ReqClearConversation, api.Frame(h.svc.Clear))
 	w.Handle(wire.ReqSetRetention, api.Frame(h.svc.SetRetention))
+}
+
+// deleteOwn handles POST /user/delete {password} → what the deletion did;
+// the client address counts the password attempt (c.ClientIP, as login).
+func (h *Privacy) deleteOwn(ctx context.Context, c *app.RequestContext) {
+	claims, _ := auth.ClaimsOf(c)
+	var req privacy.DeleteRequest
+	if err := api.BindJSON(c, h.maxBody, &req); err != nil {
+		api.WriteError(ctx, c, h.log, err)
+		return
+	}
+	res, err := h.svc.DeleteOwn(ctx, c.ClientIP(), claims.UserID, req)
+	if err != nil {
+		api.WriteError(ctx, c, h.log, err)
+		return
+	}
+	api.WriteOK(c, res)
 }
 
 // export handles GET /user/export → the caller's data, streamed

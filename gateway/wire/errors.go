@@ -53,6 +53,20 @@ const (
 	ReasonBlocked               Reason = "blocked"
 	ReasonBlockedWord           Reason = "blocked_word"
 	ReasonReportNotFound        Reason = "report_not_found"
+
+	// Message actions (docs/actions.md).
+	ReasonBadEmoji                Reason = "bad_emoji"
+	ReasonEditNotAllowed          Reason = "edit_not_allowed"
+	ReasonEditTimeout             Reason = "edit_timeout"
+	ReasonDeleteNotAllowed        Reason = "delete_not_allowed"
+	ReasonQuoteUnavailable        Reason = "quote_unavailable"
+	ReasonTooManyReactions        Reason = "too_many_reactions"
+	ReasonMessageGone             Reason = "message_gone"
+	ReasonPushEndpointInsecure    Reason = "push_endpoint_insecure"
+	ReasonPushSubscriptionInvalid Reason = "push_subscription_invalid"
+	ReasonPushTokenInvalid        Reason = "push_token_invalid"
+	ReasonPushProviderUnavailable Reason = "push_provider_unavailable"
+	ReasonPushDeviceNotFound      Reason = "push_device_not_found"
 )
 
 // Code is one row of the error table.
@@ -68,7 +82,12 @@ var table = []Code{
 	{ReasonBodyTooLong, 1002, 400},
 	{ReasonUnknownRequest, 1003, 400},
 	{ReasonBadSeq, 1004, 400},
+	{ReasonPushEndpointInsecure, 1030, 400},
+	{ReasonPushSubscriptionInvalid, 1031, 400},
+	{ReasonPushTokenInvalid, 1032, 400},
+	{ReasonPushProviderUnavailable, 1033, 400},
 	{ReasonUnsupportedMediaType, 1005, 415},
+	{ReasonBadEmoji, 1020, 400},
 	{ReasonTokenMissing, 1101, 401},
 	{ReasonTokenInvalid, 1102, 401},
 	{ReasonTokenExpired, 1103, 401},
@@ -90,12 +109,19 @@ var table = []Code{
 	{ReasonMessageRejected, 1221, 403},
 	{ReasonBlocked, 1222, 403},
 	{ReasonBlockedWord, 1260, 403},
+	{ReasonEditNotAllowed, 1240, 403},
+	{ReasonEditTimeout, 1241, 403},
+	{ReasonDeleteNotAllowed, 1242, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
 	{ReasonMessageNotFound, 1303, 404},
 	{ReasonReportNotFound, 1340, 404},
+	{ReasonQuoteUnavailable, 1320, 404},
+	{ReasonPushDeviceNotFound, 1330, 404},
 	{ReasonUserExists, 1401, 409},
+	{ReasonTooManyReactions, 1430, 409},
+	{ReasonMessageGone, 1431, 409},
 	{ReasonTooManyRequests, 1429, 429},
 	{ReasonInternalError, 1500, 500},
 	{ReasonServerBusy, 1503, 503},
@@ -158,6 +184,18 @@ var domainReasons = []struct {
 	{domain.ErrServerBusy, ReasonServerBusy},
 	{domain.ErrSaveFailed, ReasonSaveFailed},
 	{domain.ErrSearchTimeout, ReasonSearchTimeout},
+	{domain.ErrBadEmoji, ReasonBadEmoji},
+	{domain.ErrEditNotAllowed, ReasonEditNotAllowed},
+	{domain.ErrEditTimeout, ReasonEditTimeout},
+	{domain.ErrDeleteNotAllowed, ReasonDeleteNotAllowed},
+	{domain.ErrQuoteUnavailable, ReasonQuoteUnavailable},
+	{domain.ErrTooManyReactions, ReasonTooManyReactions},
+	{domain.ErrMessageGone, ReasonMessageGone},
+	{domain.ErrPushEndpointInsecure, ReasonPushEndpointInsecure},
+	{domain.ErrPushSubscriptionInvalid, ReasonPushSubscriptionInvalid},
+	{domain.ErrPushTokenInvalid, ReasonPushTokenInvalid},
+	{domain.ErrPushProviderUnavailable, ReasonPushProviderUnavailable},
+	{domain.ErrPushDeviceNotFound, ReasonPushDeviceNotFound},
 }
 
 // Error is a wire error: a row of the table plus a human detail.

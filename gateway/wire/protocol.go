@@ -19,6 +19,14 @@ const (
 	// ReqSearchMsg: the body of POST /msg/search; the answer is its data
 	// (docs/search.md).
 	ReqSearchMsg = 1105
+	// Message actions (docs/actions.md): the bodies of POST /msg/edit,
+	// GET /msg/edits, POST /msg/delete, POST /msg/reaction and GET
+	// /msg/read_by; the answer is their data.
+	ReqEditMsg   = 1106
+	ReqMsgEdits  = 1107
+	ReqDeleteMsg = 1108
+	ReqReactMsg  = 1109
+	ReqMsgReadBy = 1110
 	// ReqReportMsg: the body of POST /msg/report; the answer is its data
 	// (docs/moderation.md, "Reports").
 	ReqReportMsg = 1113
@@ -37,7 +45,10 @@ const (
 	PushAck         = 2101
 	PushGroupNotify = 2102
 	PushTyping      = 2103
-	PushError       = 3001
+	// PushReadCount: {conversation_id, counts: [{seq, read_count,
+	// member_count}]}, a group sender's coalesced read counts.
+	PushReadCount = 2104
+	PushError     = 3001
 )
 
 // Request is a client frame. Data is a JSON object whose shape depends on

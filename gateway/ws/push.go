@@ -17,6 +17,7 @@ var pushIdentifiers = map[domain.PushKind]int{
 	domain.PushGroupNotify: wire.PushGroupNotify,
 	domain.PushTyping:      wire.PushTyping,
 	domain.PushError:       wire.PushError,
+	domain.PushReadCount:   wire.PushReadCount,
 }
 
 // EncodePush encodes p as its frame (identifier by kind; a PushError's

@@ -181,6 +181,11 @@ func (s *Service) DeleteUser(ctx context.Context, userID string) error {
 	if err := s.users.Delete(ctx, userID); err != nil {
 		return err
 	}
+	if s.devices != nil {
+		if err := s.devices.ForgetUser(ctx, userID); err != nil {
+			return fmt.Errorf("%w: forget push devices: %v", domain.ErrServerBusy, err)
+		}
+	}
 	return s.RevokeTokens(ctx, userID)
 }
 

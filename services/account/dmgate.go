@@ -77,7 +77,10 @@ func (g *DMGate) CheckDM(ctx context.Context, sender, recv string) error {
 func (g *DMGate) decide(ctx context.Context, sender, recv string) (error, error) {
 	policy, err := g.policies.DMPolicy(ctx, recv)
 	if errors.Is(err, domain.ErrUserNotFound) {
-		return nil, nil
+		// A deleted account (docs/privacy.md): chat.KnownUsers may still
+		// remember it as existing for a while; this answer, cached like
+		// the others, refuses it on every instance within the cache time.
+		return fmt.Errorf("recv_id %s: %w", recv, domain.ErrUserNotFound), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up dm_policy: %w", err)

@@ -3,6 +3,7 @@ package account
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -81,5 +82,12 @@ func (s *Service) Logout(ctx context.Context, c Caller) error {
 		return err
 	}
 	s.sessions.Disconnect(c.UserID, c.PlatformID, c.JTI)
+	if s.devices != nil {
+		// A failure is reported: the client retries the logout, which
+		// revokes nothing new and forgets the devices then.
+		if err := s.devices.LoggedOut(ctx, c.UserID, c.PlatformID); err != nil {
+			return fmt.Errorf("%w: forget push devices: %v", domain.ErrServerBusy, err)
+		}
+	}
 	return nil
 }

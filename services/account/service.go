@@ -141,6 +141,16 @@ type Deps struct {
 	// Update; the server API's CreateUser and UpdateUser are exempt (the
 	// app decides, docs/moderation.md).
 	Words WordFilter
+	// Devices forgets push devices at logout and account deletion; nil
+	// when the built-in push is off.
+	Devices Devices
+}
+
+// Devices are a user's push devices (push.Service): a logged-out app and a
+// deleted account must not be woken any more.
+type Devices interface {
+	LoggedOut(ctx context.Context, userID string, platformID int) error
+	ForgetUser(ctx context.Context, userID string) error
 }
 
 // Service applies the account rules.
@@ -156,13 +166,14 @@ type Service struct {
 	limits    Limits
 	hashes    *hashGate
 	closed    bool
+	devices   Devices
 	words     WordFilter
 }
 
 // NewService returns the service on d.
 func NewService(d Deps) *Service {
 	return &Service{users: d.Users, contacts: d.Contacts, blocks: d.Blocks, gate: d.Gate, passwords: d.Passwords, tokens: d.Tokens, store: d.Store, sessions: d.Sessions,
-		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed, words: d.Words}
+		limits: d.Limits, hashes: newHashGate(d.Auth), closed: d.RegistrationClosed, words: d.Words, devices: d.Devices}
 }
 
 // filterNickname applies the word filter to *nickname (nil: not given).

@@ -46,6 +46,46 @@ type MessageJSON struct {
 	AtUserIDs      []string     `json:"at_user_ids,omitempty"`
 	Status         string       `json:"status"`
 	SendAt         int64        `json:"send_at,omitempty"`
+	// Quote is a quoted reply's snapshot (docs/actions.md).
+	Quote *QuoteJSON `json:"quote,omitempty"`
+	// EditedAt (Unix ms) and EditVersion are set once the message was
+	// edited.
+	EditedAt    int64 `json:"edited_at,omitempty"`
+	EditVersion int   `json:"edit_version,omitempty"`
+	// Reactions are set by pulls only: [{emoji, count, me}], me for the
+	// caller.
+	Reactions []ReactionJSON `json:"reactions,omitempty"`
+}
+
+// QuoteJSON is the snapshot a quoted reply carries: the quoted message's
+// seq, sender, msg_type and a preview of its content (at most
+// QuotePreviewRunes characters of text, or "[image]" and the like). Status
+// is "unavailable", with no sender, type or preview, once the quoted
+// message was recalled or deleted (or the reader deleted it for itself).
+type QuoteJSON struct {
+	Seq      int64  `json:"seq"`
+	SenderID string `json:"sender_id,omitempty"`
+	MsgType  int    `json:"msg_type,omitempty"`
+	Preview  string `json:"preview,omitempty"`
+	Status   string `json:"status"`
+}
+
+// ReactionJSON is one emoji's reactions on a message.
+type ReactionJSON struct {
+	Emoji string `json:"emoji"`
+	Count int    `json:"count"`
+	Me    bool   `json:"me"`
+}
+
+// quoteJSON renders q.
+func quoteJSON(q *domain.Quote) *QuoteJSON {
+	if q == nil {
+		return nil
+	}
+	if q.Unavailable {
+		return &QuoteJSON{Seq: q.Seq, Status: string(domain.StatusUnavailable)}
+	}
+	return &QuoteJSON{Seq: q.Seq, SenderID: q.SenderID, MsgType: int(q.MsgType), Preview: q.Preview, Status: string(domain.StatusNormal)}
 }
 
 // ToJSON renders m for the wire.
@@ -63,6 +103,8 @@ func ToJSON(m *domain.Message) MessageJSON {
 		if c.Custom != "" {
 			out.Content.Custom = json.RawMessage(c.Custom)
 		}
+		out.Quote = quoteJSON(m.Quote)
+		out.EditedAt, out.EditVersion = m.EditedAt, m.EditVersion
 	case domain.StatusFailed:
 		return Placeholder(m.Seq)
 	}
@@ -83,6 +125,14 @@ type SendRequest struct {
 	MsgType     int         `json:"msg_type"`
 	Content     ContentJSON `json:"content"`
 	AtUserIDs   []string    `json:"at_user_ids"`
+	// Quote makes the message a reply to the message at quote.seq of the
+	// same conversation (docs/actions.md).
+	Quote *QuoteRequest `json:"quote"`
+}
+
+// QuoteRequest names the message a reply quotes.
+type QuoteRequest struct {
+	Seq int64 `json:"seq"`
 }
 
 // AckJSON answers a send: ack_type "accepted" (two-phase: appended to the
@@ -182,6 +232,9 @@ func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, erro
 		if u != AtAll && !domain.ValidID(u) {
 			return m, domain.BadField("at_user_ids", "%q is not a user ID or %q", u, AtAll)
 		}
+	}
+	if r.Quote != nil && r.Quote.Seq < 1 {
+		return m, domain.BadField("quote.seq", "must be a seq of the conversation (>= 1)")
 	}
 	m.ClientMsgID, m.SenderID, m.SessionType, m.MsgType = r.ClientMsgID, sender, st, mt
 	m.Content, m.AtUserIDs, m.Status = content, r.AtUserIDs, domain.StatusNormal

@@ -44,6 +44,15 @@ type Cleared interface {
 	ClearedSeq(ctx context.Context, userID, conversationID string) (int64, error)
 }
 
+// Annotator adds to pulled messages what members did to them after they
+// were sent, as the caller sees it (actions.Annotator): messages the caller
+// deleted for itself become {seq, status: "deleted"}, reactions are
+// counted, a quote of a message since recalled or deleted becomes
+// unavailable. It changes msgs in place.
+type Annotator interface {
+	Annotate(ctx context.Context, viewer, conversationID string, msgs []MessageJSON) error
+}
+
 // Puller serves pulls.
 type Puller struct {
 	cleared  Cleared
@@ -52,6 +61,18 @@ type Puller struct {
 	seqs     MaxSeqs
 	groups   GroupBounds
 	inflight InFlight
+	actions  Annotator // nil: messages as stored
+}
+
+// UseActions makes every pull apply a's annotations (docs/actions.md).
+func (p *Puller) UseActions(a Annotator) { p.actions = a }
+
+// annotate applies the actions' annotations, if any.
+func (p *Puller) annotate(ctx context.Context, viewer, conversationID string, msgs []MessageJSON) error {
+	if p.actions == nil || len(msgs) == 0 {
+		return nil
+	}
+	return p.actions.Annotate(ctx, viewer, conversationID, msgs)
 }
 
 // NewPuller returns a Puller; groups may be nil until group chat is wired
@@ -210,6 +231,9 @@ func (p *Puller) Pull(ctx context.Context, userID string, req PullRequest) (Pull
 		return PullResult{}, err
 	}
 	res.Messages, res.PendingSeqs = settledRun(msgs, begin, end, req.BeginSeq == 0, pending)
+	if err := p.annotate(ctx, userID, req.ConversationID, res.Messages); err != nil {
+		return PullResult{}, err
+	}
 	return res, nil
 }
 
@@ -314,6 +338,9 @@ func (p *Puller) PullBySeqs(ctx context.Context, userID, conversationID string, 
 		default:
 			res.Messages = append(res.Messages, Placeholder(s))
 		}
+	}
+	if err := p.annotate(ctx, userID, conversationID, res.Messages); err != nil {
+		return PullResult{}, err
 	}
 	return res, nil
 }

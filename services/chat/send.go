@@ -132,6 +132,7 @@ type Service struct {
 	offenders SenderGate
 	dm        DMGate
 	words     WordFilter
+	quotes    Quotes
 
 	// fallbackSeqs: conversations that got seqs straight from the database
 	// while Redis was unreachable, with the highest such seq; the Redis
@@ -170,6 +171,9 @@ type Deps struct {
 	// content.text, 110 content.custom's top-level search_text) on HTTP and
 	// WebSocket; the server API's sends (Origin.App) are exempt.
 	Words WordFilter
+	// Quotes, when set, lets a send quote a message (quote: {seq}); nil
+	// refuses quotes with quote_unavailable.
+	Quotes Quotes
 }
 
 // NewService returns the message service.
@@ -178,7 +182,7 @@ func NewService(d Deps) *Service {
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
 		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
-		offenders: d.DeadSenders, dm: d.DM, words: d.Words,
+		offenders: d.DeadSenders, dm: d.DM, words: d.Words, quotes: d.Quotes,
 	}
 }
 
@@ -223,6 +227,9 @@ func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJS
 			return AckJSON{}, err
 		}
 	}
+	if err := s.takeQuote(ctx, &m, req.Quote); err != nil {
+		return AckJSON{}, err
+	}
 	if s.hook != nil {
 		if err := s.hook.BeforeSend(ctx, &m); err != nil {
 			return AckJSON{}, err
@@ -250,6 +257,24 @@ func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJS
 	}
 	s.metrics.observe(ack.AckType, time.Since(began))
 	return ack, nil
+}
+
+// takeQuote attaches the snapshot of the quoted message, taken now (the
+// reply's accept): a later edit, recall or delete of the quoted message
+// never changes what the reply stored.
+func (s *Service) takeQuote(ctx context.Context, m *domain.Message, q *QuoteRequest) error {
+	if q == nil {
+		return nil
+	}
+	if s.quotes == nil {
+		return domain.NewError(domain.ErrQuoteUnavailable, "quotes are not served")
+	}
+	snap, err := s.quotes.Quote(ctx, m.SenderID, m.ConversationID, q.Seq)
+	if err != nil {
+		return err
+	}
+	m.Quote = &snap
+	return nil
 }
 
 // checkOffender refuses a sender blocked for repeated dead letters, before

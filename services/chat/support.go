@@ -11,8 +11,10 @@ import (
 )
 
 // KnownUsers caches positive user lookups (a send's receiver, a single
-// chat's peer): users are never deleted, so a user seen once exists; misses
-// always ask the database. Safe for concurrent use.
+// chat's peer); misses always ask the database. A deleted account may stay
+// here for the cache's hour: the DM gate (account.DMGate), which every
+// single-chat send also asks and which caches for one second, refuses it.
+// Safe for concurrent use.
 type KnownUsers struct {
 	users Users
 	seen  *lru.LRU[string, struct{}]

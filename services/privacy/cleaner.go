@@ -20,6 +20,8 @@ type CleanerConfig struct {
 	Interval time.Duration
 	// Batch is the most messages one statement deletes.
 	Batch int
+	// Pause is the wait between two batches (0: none).
+	Pause time.Duration
 }
 
 // Cleaner runs Sweep every Interval on the instance that holds the lease;
@@ -74,7 +76,18 @@ func (c *Cleaner) Once(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
+	first := true
 	hold := func(ctx context.Context) bool {
+		if !first && c.cfg.Pause > 0 {
+			t := time.NewTimer(c.cfg.Pause)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return false
+			case <-t.C:
+			}
+		}
+		first = false
 		ok, err := c.lease.Acquire(ctx, c.holder, c.ttl())
 		return err == nil && ok
 	}

@@ -33,8 +33,11 @@ type DeletedJSON struct {
 // DeleteOwn deletes the caller's account after checking password (else
 // domain.ErrBadCredentials; an account without a password — created by
 // the app's backend — is forbidden: the app deletes it through the server
-// API). See Delete for what deletion does.
-func (s *Service) DeleteOwn(ctx context.Context, userID string, req DeleteRequest) (DeletedJSON, error) {
+// API). The check counts against the login limits of the client at ip and
+// the account (too_many_requests while they back off), so a stolen token
+// cannot guess the password faster than a login could. See Delete for what
+// deletion does.
+func (s *Service) DeleteOwn(ctx context.Context, ip, userID string, req DeleteRequest) (DeletedJSON, error) {
 	u, err := s.d.Users.Get(ctx, userID)
 	if err != nil {
 		return DeletedJSON{}, err
@@ -42,7 +45,15 @@ func (s *Service) DeleteOwn(ctx context.Context, userID string, req DeleteReques
 	if u.PasswordHash == "" {
 		return DeletedJSON{}, domain.NewError(domain.ErrForbidden, "this account has no password: the app's backend deletes it (POST /api/user/delete)")
 	}
+	if s.d.Attempts != nil {
+		if err := s.d.Attempts.AllowLogin(ctx, ip, userID); err != nil {
+			return DeletedJSON{}, err
+		}
+	}
 	if err := s.d.Passwords.Check(u.PasswordHash, req.Password); err != nil {
+		if errors.Is(err, domain.ErrBadCredentials) && s.d.Attempts != nil {
+			s.d.Attempts.LoginFailed(ctx, ip, userID)
+		}
 		return DeletedJSON{}, err
 	}
 	return s.Delete(ctx, userID)

@@ -84,6 +84,14 @@ type Cursors interface {
 	Advance(ctx context.Context, cursors []domain.Cursor) (int, error)
 }
 
+// Attempts counts password attempts as logins do (limits.Accounts): a
+// deletion's password check is refused while the client or the account is
+// backing off, and a wrong password counts as a failed login.
+type Attempts interface {
+	AllowLogin(ctx context.Context, ip, userID string) error
+	LoginFailed(ctx context.Context, ip, userID string)
+}
+
 // Forgetter drops cached decisions about a user (account.DMGate).
 type Forgetter interface {
 	Forget(userID string)
@@ -100,8 +108,8 @@ type Config struct {
 	EraseDeletedUsers bool
 }
 
-// Deps are the service's collaborators. Devices, Keys and Gate may be
-// nil; the others are required.
+// Deps are the service's collaborators. Devices, Keys, Gate, Attempts,
+// Cursors and Roles may be nil; the others are required.
 type Deps struct {
 	Config    Config
 	Users     Users
@@ -112,6 +120,7 @@ type Deps struct {
 	Devices   Devices
 	Keys      KeyEraser
 	Gate      Forgetter
+	Attempts  Attempts
 	Store     Store
 	// Access decides who may read, clear and set the retention of a
 	// conversation (ConversationAccess).

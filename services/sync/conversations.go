@@ -17,7 +17,7 @@ type ConversationStore interface {
 	States(ctx context.Context, ownerID string, conversationIDs []string) ([]store.ConversationState, error)
 	UnreadCounts(ctx context.Context, userID string, ranges []store.SeqRange) (map[string]int64, error)
 	MentionCounts(ctx context.Context, userID string, ranges []store.SeqRange) (map[string]int64, error)
-	Latest(ctx context.Context, ranges []store.SeqRange) (map[string]domain.Message, error)
+	LatestFor(ctx context.Context, viewer string, ranges []store.SeqRange) (map[string]domain.Message, error)
 	UpdateSettings(ctx context.Context, s store.ConversationSettings) error
 	Hide(ctx context.Context, ownerID, conversationID string, seq int64) error
 }
@@ -103,7 +103,7 @@ func (s *Conversations) render(ctx context.Context, userID string, states []stor
 	if err != nil {
 		return nil, err
 	}
-	latest, err := s.store.Latest(ctx, visibleRanges)
+	latest, err := s.store.LatestFor(ctx, userID, visibleRanges)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,7 @@ const receiptScan = 500
 // read messages get one read receipt each per flush; delivered cursors of
 // groups send nothing.
 type Receipts struct {
+	counts   ReadCountSink // nil: the per-flush group receipts above
 	push     AckPusher
 	senders  SenderLookup
 	groups   GroupSizes
@@ -57,6 +58,19 @@ func NewReceipts(push AckPusher, senders SenderLookup, groups GroupSizes, maxGro
 	return &Receipts{push: push, senders: senders, groups: groups, maxGroup: maxGroup, log: log}
 }
 
+// ReadCountSink hears which seqs of a group conversation a member just
+// read (actions.ReadCounts), to send its senders coalesced read counts.
+type ReadCountSink interface {
+	Note(conversationID string, after, upto int64)
+}
+
+// UseReadCounts sends every group read move to sink, whatever the group's
+// size, for coalesced read-count updates (docs/sync.md, "Read counts").
+// The per-reader group receipts above stay only for clients that predate
+// them, while sync.group_receipt_max_members > 0; 0 leaves read counts
+// alone. Single-chat receipts are unchanged.
+func (r *Receipts) UseReadCounts(sink ReadCountSink) { r.counts = sink }
+
 // Moved implements MoveSink. Failures to look up senders or group sizes
 // are logged: a receipt is an acceleration, the cursors are the truth
 // (1001 reads them).
@@ -69,6 +83,9 @@ func (r *Receipts) Moved(ctx context.Context, moves []Move) {
 		case domain.SessionSingle:
 			r.single(ctx, mv)
 		case domain.SessionGroup:
+			if r.counts != nil {
+				r.counts.Note(mv.ConversationID, mv.FromRead, mv.ToRead)
+			}
 			if mv.ToRead <= mv.FromRead || !r.groupOn(ctx, domain.GroupIDOf(mv.ConversationID), sizes) {
 				continue
 			}

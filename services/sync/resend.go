@@ -21,7 +21,8 @@ import (
 // above its delivered cursor, newest first, and the messages of seq ranges.
 type ResendReader interface {
 	Undelivered(ctx context.Context, ownerID string) ([]store.ConversationState, error)
-	Messages(ctx context.Context, ranges []store.SeqRange) ([]domain.Message, error)
+	// MessagesFor leaves out the messages viewer deleted for itself.
+	MessagesFor(ctx context.Context, viewer string, ranges []store.SeqRange) ([]domain.Message, error)
 }
 
 // Target is a connection to resend to (ws.PushConn): Send queues a push
@@ -271,7 +272,7 @@ func (r *Resender) load(ctx context.Context, t Target, user string) ([]plan, []d
 	if len(ranges) == 0 {
 		return plans, nil, nil
 	}
-	msgs, err := r.reader.Messages(ctx, ranges)
+	msgs, err := r.reader.MessagesFor(ctx, user, ranges)
 	return plans, msgs, err
 }
 

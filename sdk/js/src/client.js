@@ -59,7 +59,7 @@ import {
  * @typedef {object} Message  a message as the server pushes and pulls it (docs/protocol.md, 2001)
  * @property {string} conversation_id
  * @property {number} seq
- * @property {'normal' | 'revoked' | 'unavailable'} status  unavailable: a placeholder, the seq will never hold a message
+ * @property {'normal' | 'revoked' | 'deleted' | 'unavailable'} status  unavailable: a placeholder, the seq will never hold a message; deleted: a tombstone
  * @property {string} [server_msg_id]
  * @property {string} [client_msg_id]
  * @property {string} [sender_id]
@@ -70,12 +70,20 @@ import {
  * @property {Record<string, any>} [content]
  * @property {string[]} [at_user_ids]
  * @property {number} [send_at]
+ * @property {number} [edit_version]  an edited message's version (pulls)
+ * @property {number} [edited_at]
+ * @property {Array<{emoji: string, count: number, me: boolean}>} [reactions]  (pulls)
+ * @property {{seq: number, sender_id?: string, msg_type?: number, preview?: string, status?: string}} [quote]  the quoted message's snapshot
  */
 
 /** @typedef {{conversationId: string, userId: string, ackType: 'delivered' | 'read', seq: number}} ReceiptEvent */
 /** @typedef {{conversationId: string, userId: string, typing: boolean}} TypingEvent */
 /** @typedef {{conversationId: string, seq: number, serverMsgId: string, senderId: string, revokerId: string, revokedAt: number, notification: Message}} RecallEvent */
 /** @typedef {{reason: string, detail: string}} KickedEvent */
+/** @typedef {{conversationId: string, seq: number, editorId: string, editVersion: number, editedAt: number, content: Record<string, any>, notification: Message}} EditEvent  an edit (1601): show `content` when editVersion is above the one held */
+/** @typedef {{conversationId: string, seq: number, userId: string, emoji: string, op: 'add' | 'remove', count: number, notification: Message}} ReactionEvent  a reaction (1602): `count` is the emoji's count after the change */
+/** @typedef {{conversationId: string, seqs: number[], scope: 'everyone' | 'self', deleterId: string, deletedAt: number, notification: Message}} DeleteEvent  a delete (1603 everyone: tombstones; 1604 self: hide them) */
+/** @typedef {{conversationId: string, counts: Array<{seq: number, read_count: number, member_count: number}>}} ReadCountsEvent  read counts of the user's own group messages (2104) */
 
 /**
  * @typedef {object} ClientEvents
@@ -85,6 +93,10 @@ import {
  * @property {TypingEvent} typing
  * @property {RecallEvent} recall
  * @property {KickedEvent} kicked
+ * @property {EditEvent} edit    after its 1601 "message"
+ * @property {ReactionEvent} reaction  after its 1602 "message"
+ * @property {DeleteEvent} delete  after its 1603/1604 "message"
+ * @property {ReadCountsEvent} readCounts
  * @property {Message} group     a group notification (msg_type 1500–1599 in a group), after its "message"
  * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended, a 3001 error push that answers no request)
  * @property {ReconnectingEvent} reconnecting  a reconnect is scheduled after `delay` ms
@@ -100,7 +112,7 @@ import {
  * @property {number} msgType    101 text, 102 picture, 103 voice, 104 video, 105 file, 106 at-text (mentions), 110 custom
  * @property {Record<string, any>} content  the message body, e.g. text: "hi" for 101
  * @property {string} [clientMsgId]  default a new random ID; reuse one only to retry the same message
- * @property {Record<string, any>} [quote]  the quoted message, sent as the send's `quote` field (refused as bad_request by a server without quotes)
+ * @property {{seq: number}} [quote]  reply to this seq of the same conversation (the server stores a snapshot; quote_unavailable when the caller cannot see it)
  * @property {string[]} [atUserIds]
  */
 
@@ -151,7 +163,7 @@ const PULL_LIMIT = 100;
 
 /**
  * NexoClient is one user's session with a Nexo server. Events (on): state,
- * message, receipt, typing, recall, kicked, group, error.
+ * message, receipt, typing, recall, edit, reaction, delete, readCounts, kicked, group, error.
  * @extends {Emitter<ClientEvents>}
  */
 export class NexoClient extends Emitter {
@@ -585,6 +597,9 @@ export class NexoClient extends Emitter {
       case Push.MSG: if (this.stream) this._onPushedMessage(data); break;
       case Push.ACK: this._onAckPush(data); break;
       case Push.GROUP_NOTIFY: if (this.stream) this._onGroupNotify(data); break;
+      case Push.READ_COUNTS:
+        if (data.conversation_id) this.emit('readCounts', { conversationId: data.conversation_id, counts: Array.isArray(data.counts) ? data.counts : [] });
+        break;
       case Push.TYPING:
         if (data.conversation_id && data.user_id) this.emit('typing', { conversationId: data.conversation_id, userId: data.user_id, typing: !!data.typing });
         break;
@@ -762,6 +777,24 @@ export class NexoClient extends Emitter {
       this.emit('recall', {
         conversationId: x.conversation_id || m.conversation_id, seq: x.seq || 0, serverMsgId: x.server_msg_id || '',
         senderId: x.sender_id || '', revokerId: x.revoker_id || m.sender_id || '', revokedAt: x.revoked_at || m.send_at || 0, notification: m,
+      });
+    } else if (type === MsgType.EDIT_NOTIFICATION) {
+      const x = (m.content && m.content.custom) || {};
+      this.emit('edit', {
+        conversationId: x.conversation_id || m.conversation_id, seq: x.seq || 0, editorId: x.editor_id || '', editVersion: x.edit_version || 0,
+        editedAt: x.edited_at || 0, content: x.content || {}, notification: m,
+      });
+    } else if (type === MsgType.REACTION_NOTIFICATION) {
+      const x = (m.content && m.content.custom) || {};
+      this.emit('reaction', {
+        conversationId: x.conversation_id || m.conversation_id, seq: x.seq || 0, userId: x.user_id || '', emoji: x.emoji || '',
+        op: x.op === 'remove' ? 'remove' : 'add', count: x.count || 0, notification: m,
+      });
+    } else if (type === MsgType.DELETE_NOTIFICATION || type === MsgType.DELETE_SELF_NOTIFICATION) {
+      const x = (m.content && m.content.custom) || {};
+      this.emit('delete', {
+        conversationId: x.conversation_id || m.conversation_id, seqs: x.seqs || [], scope: type === MsgType.DELETE_NOTIFICATION ? 'everyone' : 'self',
+        deleterId: x.deleter_id || '', deletedAt: x.deleted_at || 0, notification: m,
       });
     } else if (type >= MsgType.NOTIFICATION_MIN && type < 1600 && m.conversation_id.startsWith('sg_')) {
       this.emit('group', m);
@@ -1211,6 +1244,92 @@ export class NexoClient extends Emitter {
   search(query) {
     return this.state === 'connected' ? this.request(Req.SEARCH, query) : this.http.search(query);
   }
+
+  // ----- message actions (docs/actions.md): WS when connected, else HTTP -------
+
+  /**
+   * _action sends a message action over the WebSocket (it answers as the
+   * HTTP route) or, when not connected, over HTTP.
+   * @param {number} req @param {'GET' | 'POST'} method @param {string} path @param {Record<string, any>} data
+   */
+  _action(req, method, path, data) {
+    if (this.state === 'connected') return this.request(req, data);
+    return method === 'GET' ? this.http.call('GET', path, { query: data }) : this.http.call('POST', path, { body: data });
+  }
+
+  /**
+   * edit replaces the text of the user's own text message (101/106) within
+   * msg.edit_window; everyone gets an "edit" event (1601) in seq order.
+   * @param {string} conversationId @param {number} seq @param {{text: string}} content
+   * @returns {Promise<any>} the server's answer (edit_version, edited_at, …)
+   */
+  edit(conversationId, seq, content) {
+    return this._action(Req.EDIT, 'POST', '/msg/edit', { conversation_id: conversationId, seq, content });
+  }
+
+  /**
+   * edits lists a message's earlier versions, oldest first (1107, GET /msg/edits).
+   * @param {string} conversationId @param {number} seq
+   * @returns {Promise<any>}
+   */
+  edits(conversationId, seq) {
+    return this._action(Req.EDITS, 'GET', '/msg/edits', { conversation_id: conversationId, seq });
+  }
+
+  /**
+   * deleteMessages deletes 1–100 seqs, all or none: scope "self" hides them
+   * for this user's devices (a "delete" event in the user's own
+   * conversation), "everyone" leaves tombstones for all (own messages, or
+   * any for a group's owner and admins).
+   * @param {string} conversationId @param {number[]} seqs @param {'self' | 'everyone'} [scope]
+   * @returns {Promise<any>}
+   */
+  deleteMessages(conversationId, seqs, scope = 'self') {
+    return this._action(Req.DELETE, 'POST', '/msg/delete', { conversation_id: conversationId, seqs, scope });
+  }
+
+  /**
+   * react adds (or with op "remove" takes back) one emoji on a message;
+   * everyone gets a "reaction" event with the count after the change.
+   * @param {string} conversationId @param {number} seq @param {string} emoji @param {'add' | 'remove'} [op]
+   * @returns {Promise<any>}
+   */
+  react(conversationId, seq, emoji, op = 'add') {
+    return this._action(Req.REACTION, 'POST', '/msg/reaction', { conversation_id: conversationId, seq, emoji, op });
+  }
+
+  /**
+   * readBy tells who read a message: {read_count, member_count,
+   * read_user_ids, unread_user_ids, next_cursor} (a page of at most 500).
+   * @param {string} conversationId @param {number} seq @param {{cursor?: string, limit?: number}} [page]
+   * @returns {Promise<{read_count: number, member_count: number, read_user_ids: string[], unread_user_ids: string[], next_cursor: string}>}
+   */
+  readBy(conversationId, seq, page = {}) {
+    return this._action(Req.READ_BY, 'GET', '/msg/read_by', { conversation_id: conversationId, seq, ...page });
+  }
+
+  /**
+   * report reports a message to the moderators (docs/moderation.md):
+   * → {report_id, status, created_at, duplicate}.
+   * @param {string} conversationId @param {number} seq @param {string} reason
+   * @returns {Promise<any>}
+   */
+  report(conversationId, seq, reason) {
+    return this._action(Req.REPORT, 'POST', '/msg/report', { conversation_id: conversationId, seq, reason });
+  }
+
+  /**
+   * upload stores a file (POST /object/upload, docs/media.md) and resolves
+   * with the object; send it as a reference, e.g. `{msgType: 102, content:
+   * {image: {object_id}}}`. onProgress(sent, total) follows the upload.
+   * @param {Blob} file
+   * @param {{name?: string, purpose?: 'message' | 'avatar', onProgress?: (sent: number, total: number) => void, signal?: AbortSignal}} [opts]
+   * @returns {Promise<any>}
+   */
+  upload(file, opts) { return this.http.upload(file, opts); }
+
+  /** objectUrl: a signed URL of an object the user may see → {url, expires_at}. @param {string} objectId @param {'original' | 'thumbnail'} [variant] */
+  objectUrl(objectId, variant) { return this.http.objectUrl(objectId, variant); }
 
   // HTTP conveniences: the calls most apps need, typed; the rest is on client.http.
 

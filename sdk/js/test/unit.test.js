@@ -531,3 +531,77 @@ describe('message stream', () => {
     assert.deepEqual([errs[0].reason, errs[0].detail, c.state], ['internal_error', 'x', 'connected']);
   });
 });
+
+describe('message actions and media', () => {
+  test('edit, edits, deleteMessages, react, readBy, report go out as 1106–1113 with the routes\' bodies', async () => {
+    for (const id of [1106, 1107, 1108, 1109, 1110, 1113]) srv.on(id, (f, reply) => reply({ echo: f.data }));
+    const c = client();
+    await c.connect();
+    assert.deepEqual((await c.edit('si_alice_bob', 3, { text: 'fixed' })).echo, { conversation_id: 'si_alice_bob', seq: 3, content: { text: 'fixed' } });
+    assert.deepEqual((await c.edits('si_alice_bob', 3)).echo, { conversation_id: 'si_alice_bob', seq: 3 });
+    assert.deepEqual((await c.deleteMessages('si_alice_bob', [3, 4], 'everyone')).echo, { conversation_id: 'si_alice_bob', seqs: [3, 4], scope: 'everyone' });
+    assert.deepEqual((await c.deleteMessages('si_alice_bob', [5])).echo.scope, 'self');
+    assert.deepEqual((await c.react('si_alice_bob', 3, '👍')).echo, { conversation_id: 'si_alice_bob', seq: 3, emoji: '👍', op: 'add' });
+    assert.deepEqual((await c.react('si_alice_bob', 3, '👍', 'remove')).echo.op, 'remove');
+    assert.deepEqual((await c.readBy('sg_g1', 7, { limit: 10 })).echo, { conversation_id: 'sg_g1', seq: 7, limit: 10 });
+    assert.deepEqual((await c.report('sg_g1', 7, 'spam')).echo, { conversation_id: 'sg_g1', seq: 7, reason: 'spam' });
+    srv.on(1106, (f, reply) => reply(null, 'edit_window_passed'));
+    await assert.rejects(c.edit('si_alice_bob', 3, { text: 'late' }), (e) => e.reason === 'edit_window_passed');
+  });
+
+  test('quote goes out in the send', async () => {
+    acceptSends();
+    const c = client();
+    await c.connect();
+    await c.send({ recvId: 'bob', msgType: 101, content: { text: 're' }, quote: { seq: 2 } }).accepted;
+    assert.deepEqual(srv.frames(1003)[0].data.quote, { seq: 2 });
+  });
+
+  test('edit, reaction, delete and readCounts events, after their messages', async () => {
+    srv.on(1005, (f, reply) => reply({ messages: [], min_seq: 1, max_seq: 0, pending_seqs: [] }));
+    const c = client();
+    const ev = { edit: [], reaction: [], delete: [], readCounts: [], message: [] };
+    for (const k of Object.keys(ev)) c.on(k, (x) => ev[k].push(x));
+    await c.connect();
+    const ws = srv.last.ws;
+    const note = (seq, type, custom, conv = 'si_alice_bob') => frame(2001, msg(seq, conv, { msg_type: type, client_msg_id: `sys:${seq}`, content: { custom } }));
+    ws.send(note(1, 1601, { conversation_id: 'si_alice_bob', seq: 9, editor_id: 'bob', edit_version: 2, edited_at: 5, content: { text: 'v2' } }));
+    ws.send(note(2, 1602, { conversation_id: 'si_alice_bob', seq: 9, user_id: 'bob', emoji: '🎉', op: 'add', count: 3 }));
+    ws.send(note(3, 1603, { conversation_id: 'si_alice_bob', seqs: [8, 9], scope: 'everyone', deleter_id: 'bob', deleted_at: 6 }));
+    ws.send(note(1, 1604, { conversation_id: 'si_alice_bob', seqs: [7], scope: 'self', deleter_id: 'alice', deleted_at: 7 }, 'si_alice_alice'));
+    ws.send(frame(2104, { conversation_id: 'sg_g1', counts: [{ seq: 4, read_count: 2, member_count: 5 }] }));
+    await waitFor(() => ev.delete.length === 2 && ev.readCounts.length === 1 && ev.reaction.length === 1 && ev.edit.length === 1);
+    const { notification: n1, ...e1 } = ev.edit[0];
+    assert.deepEqual(e1, { conversationId: 'si_alice_bob', seq: 9, editorId: 'bob', editVersion: 2, editedAt: 5, content: { text: 'v2' } });
+    assert.equal(n1.seq, 1);
+    const { notification: n2, ...r } = ev.reaction[0];
+    assert.deepEqual(r, { conversationId: 'si_alice_bob', seq: 9, userId: 'bob', emoji: '🎉', op: 'add', count: 3 });
+    assert.deepEqual(ev.delete.map(({ notification, ...d }) => d), [
+      { conversationId: 'si_alice_bob', seqs: [8, 9], scope: 'everyone', deleterId: 'bob', deletedAt: 6 },
+      { conversationId: 'si_alice_bob', seqs: [7], scope: 'self', deleterId: 'alice', deletedAt: 7 },
+    ]);
+    assert.deepEqual(ev.readCounts[0], { conversationId: 'sg_g1', counts: [{ seq: 4, read_count: 2, member_count: 5 }] });
+    assert.equal(ev.message.length, 4);
+  });
+
+  test('upload: multipart POST /object/upload with the token, progress at the end without XMLHttpRequest', async () => {
+    const seen = [];
+    const fetch = async (url, init) => {
+      seen.push({ url, auth: init.headers.Authorization, file: init.body.get('file'), purpose: init.body.get('purpose'), ct: init.headers['Content-Type'] });
+      return new Response(JSON.stringify({ err_code: 0, err_msg: '', data: { object_id: 'o1', size: 5 } }));
+    };
+    const c = client({ fetch });
+    const progress = [];
+    const obj = await c.upload(new Blob(['hello'], { type: 'text/plain' }), { name: 'a.txt', purpose: 'message', onProgress: (a, b) => progress.push([a, b]) });
+    assert.deepEqual(obj, { object_id: 'o1', size: 5 });
+    assert.equal(seen[0].url, `${srv.url}/object/upload`);
+    assert.equal(seen[0].auth, `Bearer ${token('alice')}`);
+    assert.equal(seen[0].ct, undefined); // fetch sets the multipart boundary
+    assert.equal(seen[0].file.name, 'a.txt');
+    assert.equal(await seen[0].file.text(), 'hello');
+    assert.equal(seen[0].purpose, 'message');
+    assert.deepEqual(progress, [[5, 5]]);
+    const refuse = async () => new Response(JSON.stringify({ err_code: 1, err_msg: 'object_type_refused', data: { reason: 'object_type_refused' } }), { status: 415 });
+    await assert.rejects(client({ fetch: refuse }).upload(new Blob(['<svg/>'])), (e) => e.reason === 'object_type_refused' && e.status === 415);
+  });
+});

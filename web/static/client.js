@@ -47,6 +47,7 @@ export class Client {
       message: (m) => this.onMessage(m),
       receipt: (e) => this.onReceipt(e),
       typing: (e) => this.onTyping(e),
+      action: (name, e) => this.onAction(name, e),
       serverError: (err) => this.notice(`Server: ${err.reason}${err.detail ? ` — ${err.detail}` : ''}`, 'error'),
       state: (s, info) => { this.status = { state: s, ...info }; this.changed(); },
       gate: (reason, detail) => this.onGate(reason, detail),
@@ -366,13 +367,14 @@ export class Client {
    * send queues a text message in c (an @text when it mentions members:
    * "@user_id" tokens of current members, or "@all") and transmits it.
    */
-  send(c, text) {
+  send(c, text, quote = null) {
     const at = c.isGroup ? this.mentionsIn(c, text) : [];
     const m = {
       client_msg_id: newClientMsgID(), conversation_id: c.id, sender_id: this.me, session_type: c.type,
       msg_type: at.length ? MSG_AT_TEXT : MSG_TEXT, content: { text }, at_user_ids: at, status: 'normal',
       state: 'sending', createdAt: Date.now(), local: true,
     };
+    if (quote) m.quote = quote;
     if (c.isGroup) m.group_id = c.groupID;
     else m.recv_id = c.peerID;
     c.pending.set(m.client_msg_id, m);
@@ -404,6 +406,7 @@ export class Client {
     if (m.session_type === GROUP) p.groupId = m.group_id;
     else p.recvId = m.recv_id;
     if (m.at_user_ids && m.at_user_ids.length) p.atUserIds = m.at_user_ids;
+    if (m.quote) p.quote = { seq: m.quote.seq };
     this.track(c, m, this.conn.send(p));
   }
 
@@ -489,6 +492,80 @@ export class Client {
       delete m.content;
       this.changed();
     }
+  }
+
+  // ----- message actions (docs/actions.md) ---------------------------------
+
+  /** editMessage replaces own text message m's text (sdk.edit); the edit event confirms it everywhere. */
+  async editMessage(c, m, text) {
+    const res = await this.sdk.edit(c.id, m.seq, { text });
+    const v = res.edit_version || (m.edit_version || 0) + 1;
+    if (v > (m.edit_version || 0)) {
+      m.content = { ...(m.content || {}), text };
+      m.edit_version = v;
+      m.edited_at = res.edited_at || Date.now();
+    }
+    this.changed();
+  }
+
+  /** toggleReaction adds emoji to m, or takes it back when the user has it on m already. */
+  async toggleReaction(c, m, emoji) {
+    const mine = (m.reactions || []).some((r) => r.emoji === emoji && r.me);
+    await this.sdk.react(c.id, m.seq, emoji, mine ? 'remove' : 'add');
+  }
+
+  /** deleteMessage deletes m for the user's devices ('self') or for everyone. */
+  async deleteMessage(c, m, scope) {
+    await this.sdk.deleteMessages(c.id, [m.seq], scope);
+    this.applyDelete(c, [m.seq], scope);
+  }
+
+  /** readBy lists who read m: {read_user_ids, unread_user_ids, read_count, member_count}. */
+  readBy(c, m) {
+    return this.sdk.readBy(c.id, m.seq);
+  }
+
+  applyDelete(c, seqs, scope) {
+    for (const seq of seqs) {
+      const m = c.msgs.get(seq);
+      if (!m) continue;
+      if (scope === 'self') m.hidden = true;
+      else {
+        m.status = 'deleted';
+        delete m.content;
+        delete m.reactions;
+        delete m.quote;
+      }
+    }
+    this.changed();
+  }
+
+  /** onAction applies the SDK's edit, reaction, delete and readCounts events to the held messages. */
+  onAction(name, e) {
+    const c = this.conv(e.conversationId);
+    if (name === 'readCounts') {
+      for (const x of e.counts) {
+        const m = c.msgs.get(x.seq);
+        if (m) m.readCount = Math.max(m.readCount || 0, x.read_count || 0);
+      }
+    } else if (name === 'delete') {
+      this.applyDelete(c, e.seqs, e.scope);
+    } else {
+      const m = c.msgs.get(e.seq);
+      if (!m || m.status !== 'normal') return;
+      if (name === 'edit' && e.editVersion > (m.edit_version || 0)) {
+        m.content = { ...(m.content || {}), ...e.content };
+        m.edit_version = e.editVersion;
+        m.edited_at = e.editedAt;
+      } else if (name === 'reaction') {
+        const list = (m.reactions || []).filter((r) => r.emoji !== e.emoji);
+        const old = (m.reactions || []).find((r) => r.emoji === e.emoji);
+        const me = e.userId === this.me ? e.op === 'add' : !!(old && old.me);
+        if (e.count > 0) list.push({ emoji: e.emoji, count: e.count, me });
+        m.reactions = list;
+      }
+    }
+    this.changed();
   }
 
   async setPinned(c, pinned) {

@@ -197,7 +197,9 @@ export class Conversation {
   /** visible returns the messages to show, ascending: held seqs, then own messages without one. */
   visible() {
     // A recall's announcement changes the recalled message; it is not shown itself.
-    const held = [...this.msgs.values()].filter((m) => m.status !== 'unavailable' && m.msg_type !== MSG_REVOKE_NOTIFICATION);
+    // Action notices (1601–1604) change the messages they name; a message
+    // deleted for oneself is hidden.
+    const held = [...this.msgs.values()].filter((m) => m.status !== 'unavailable' && !m.hidden && !isActionNotice(m));
     held.sort((a, b) => a.seq - b.seq);
     const pending = [...this.pending.values()].sort((a, b) => a.createdAt - b.createdAt);
     return held.concat(pending);
@@ -222,6 +224,11 @@ export class Conversation {
     const at = m.at_user_ids || [];
     return m.sender_id !== this.me && (at.includes(this.me) || at.includes('all'));
   }
+}
+
+/** isActionNotice reports whether m announces a recall, edit, reaction or delete (1600–1604): not shown itself. */
+export function isActionNotice(m) {
+  return (m.msg_type || 0) >= MSG_REVOKE_NOTIFICATION && (m.msg_type || 0) <= MSG_REVOKE_NOTIFICATION + 4;
 }
 
 /** isNotification reports whether m is a server notification (msg_type 1500+). */

@@ -28,6 +28,7 @@ export const Timing = {
  *   message(m)             — the SDK's message stream: each message (or an
  *                            unavailable placeholder) once, in seq order
  *   receipt(e), typing(e)  — the SDK's receipt and typing events
+ *   action(name, e)        — the SDK's edit, reaction, delete and readCounts events
  *   serverError(err)       — a server error that answers no request (a NexoError)
  *   state(s, info)         — 'connecting' | 'open' | 'waiting' {retryIn} | 'stopped' {reason, detail}
  *   gate(reason, detail)   — the session cannot go on as it is (kicked, the
@@ -67,6 +68,7 @@ export class Connection {
     this.sdk.on('message', (m) => this.h.message(m));
     this.sdk.on('receipt', (e) => this.h.receipt(e));
     this.sdk.on('typing', (e) => this.h.typing(e));
+    for (const name of ['edit', 'reaction', 'delete', 'readCounts']) this.sdk.on(name, (e) => this.h.action(name, e));
     this.sdk.on('kicked', ({ reason, detail }) => {
       this.setState('stopped', { reason, detail });
       this.h.gate(reason, detail);

@@ -3,7 +3,10 @@
 // the only package that reads configuration files or the environment.
 package configs
 
-import "time"
+import (
+	"path/filepath"
+	"time"
+)
 
 // Config is the whole configuration. Each section is handed only to the
 // component that needs it. configs/nexo.yaml documents every key.
@@ -33,11 +36,31 @@ type Config struct {
 	Limits    Limits    `koanf:"limits"`
 	Metrics   Metrics   `koanf:"metrics"`
 	Search    Search    `koanf:"search"`
+	Objects   Objects   `koanf:"objects"`
 	// Retention: how long messages are kept, and what an account deletion
 	// erases (docs/privacy.md).
 	Retention Retention `koanf:"retention"`
 	// Moderation: the word filter (docs/moderation.md); SIGHUP reloads it.
 	Moderation Moderation `koanf:"moderation"`
+	// Memory: how the process hands memory back to the system when idle
+	// (docs/deploy.md, "Garbage collector and memory").
+	Memory Memory `koanf:"memory"`
+}
+
+// Memory configures the process's memory upkeep (docs/deploy.md).
+type Memory struct {
+	// IdleRelease is how often the process checks whether it is idle — it
+	// allocated less than IdleAllocBytes since the previous check — and, if
+	// so and more than IdleAllocBytes of heap lies unused, collects and
+	// returns the free heap to the system (runtime/debug.FreeOSMemory). Go
+	// by itself keeps a heap sized for the last load until its next
+	// collection, which an idle process may not run for two minutes, and
+	// returns it slowly. 0 turns the check off.
+	IdleRelease time.Duration `koanf:"idle_release"`
+	// IdleAllocBytes is the allocation between two checks below which the
+	// process counts as idle, and the unused heap above which a release is
+	// worth a collection.
+	IdleAllocBytes int64 `koanf:"idle_alloc_bytes"`
 }
 
 // Retention configures message retention and account erasure
@@ -1024,5 +1047,116 @@ func Default() Config {
 		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500, CleanPause: 50 * time.Millisecond},
 		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
 		Moderation: Moderation{Action: ModerationRefuse},
+		Objects: Objects{
+			S3:             ObjectsS3{Region: "us-east-1", UseSSL: true},
+			MaxDirectBytes: 32 << 20, MaxBytes: 2 << 30, PartSize: 8 << 20,
+			MaxImageBytes: 50 << 20, MaxAudioBytes: 200 << 20, MaxVideoBytes: 2 << 30,
+			MaxImagePixels: 50_000_000, ThumbnailPx: 320, UserQuotaBytes: 5 << 30,
+			URLTTL: 15 * time.Minute, OrphanTTL: 24 * time.Hour, CleanInterval: 10 * time.Minute,
+			ThumbWorkers: 2,
+			Upload:       Rate{Rate: 60, Period: time.Minute, Burst: 20},
+		},
+		Memory: Memory{IdleRelease: 15 * time.Second, IdleAllocBytes: 8 << 20},
 	}
+}
+
+// Object storage backends (objects.backend).
+const (
+	ObjectsBackendLocal = "local"
+	ObjectsBackendS3    = "s3"
+)
+
+// Objects configures uploads, their storage and their lifecycle
+// (docs/media.md).
+type Objects struct {
+	// Backend is "local" (a directory) or "s3" (any S3-compatible
+	// service). Empty: local in the embedded default; elsewhere uploads are
+	// off (the object routes are not mounted) until a backend is chosen.
+	Backend string       `koanf:"backend"`
+	Local   ObjectsLocal `koanf:"local"`
+	S3      ObjectsS3    `koanf:"s3"`
+	// PublicURL prefixes the Nexo-signed URLs of the local backend (e.g.
+	// https://chat.example.com); empty: the URLs are paths on this server.
+	PublicURL string `koanf:"public_url"`
+	// MaxDirectBytes caps POST /object/upload (bytes).
+	MaxDirectBytes int64 `koanf:"max_direct_bytes"`
+	// MaxBytes caps any object (bytes), multipart ones included.
+	MaxBytes int64 `koanf:"max_bytes"`
+	// PartSize is the size of each multipart part but the last (bytes,
+	// >= 5 MiB as S3 requires).
+	PartSize int64 `koanf:"part_size"`
+	// MaxImageBytes, MaxAudioBytes, MaxVideoBytes cap objects of each
+	// sniffed family (bytes; 0: MaxBytes).
+	MaxImageBytes int64 `koanf:"max_image_bytes"`
+	MaxAudioBytes int64 `koanf:"max_audio_bytes"`
+	MaxVideoBytes int64 `koanf:"max_video_bytes"`
+	// MaxImagePixels is the decompression-bomb guard: an image whose
+	// header declares more pixels (width × height) is refused.
+	MaxImagePixels int64 `koanf:"max_image_pixels"`
+	// ThumbnailPx bounds a thumbnail's longer side (pixels).
+	ThumbnailPx int `koanf:"thumbnail_px"`
+	// ThumbWorkers is how many thumbnails an instance makes at once.
+	ThumbWorkers int `koanf:"thumb_workers"`
+	// UserQuotaBytes caps the bytes one user's objects take (0: no cap).
+	UserQuotaBytes int64 `koanf:"user_quota_bytes"`
+	// URLTTL is how long a signed object URL (download or part upload) works.
+	URLTTL time.Duration `koanf:"url_ttl"`
+	// OrphanTTL: objects no message references after this, and multipart
+	// uploads not completed within it, are deleted.
+	OrphanTTL time.Duration `koanf:"orphan_ttl"`
+	// CleanInterval is how often the cleaner (one instance at a time) runs.
+	CleanInterval time.Duration `koanf:"clean_interval"`
+	// Upload counts one user's uploads (direct uploads and multipart
+	// initiations), on every instance.
+	Upload Rate `koanf:"upload"`
+}
+
+// ObjectsLocal is the local backend: a directory.
+type ObjectsLocal struct {
+	// Dir holds the objects (created if missing). Empty in the embedded
+	// default: "objects" next to sqlite.path (./data/objects).
+	Dir string `koanf:"dir"`
+	// Shared says Dir is a mount every instance shares (NFS, CephFS);
+	// required for the local backend outside the embedded default.
+	Shared bool `koanf:"shared"`
+}
+
+// ObjectsS3 is the S3 backend (AWS S3, MinIO, SeaweedFS, Ceph, R2...).
+type ObjectsS3 struct {
+	// Endpoint is host[:port] without a scheme (e.g. s3.amazonaws.com,
+	// minio.internal:9000).
+	Endpoint string `koanf:"endpoint"`
+	Region   string `koanf:"region"`
+	Bucket   string `koanf:"bucket"`
+	// UseSSL selects https.
+	UseSSL bool `koanf:"use_ssl"`
+	// PathStyle addresses the bucket in the path (MinIO, most
+	// self-hosted services) instead of the host name.
+	PathStyle bool   `koanf:"path_style"`
+	AccessKey string `koanf:"access_key"`
+	SecretKey string `koanf:"secret_key"`
+	// SSE is server-side encryption: "" (none) or "s3" (SSE-S3, AES256).
+	SSE string `koanf:"sse"`
+	// CreateBucket makes the bucket at start when missing.
+	CreateBucket bool `koanf:"create_bucket"`
+}
+
+// ResolveObjects fixes the object backend and the local directory in
+// effect into the configuration (call it while Embedded still tells the
+// mode): Backend "local" and Local.Dir next to the SQLite file in the
+// embedded default when they are empty.
+func (c *Config) ResolveObjects() {
+	c.Objects.Backend = c.ObjectsBackend()
+	if c.Objects.Backend == ObjectsBackendLocal && c.Objects.Local.Dir == "" {
+		c.Objects.Local.Dir = filepath.Join(filepath.Dir(c.SQLite.Path), "objects")
+	}
+}
+
+// ObjectsBackend returns the backend in effect: Backend, or "local" in the
+// embedded default when it is empty; "" means uploads are off.
+func (c *Config) ObjectsBackend() string {
+	if c.Objects.Backend == "" && c.Embedded() {
+		return ObjectsBackendLocal
+	}
+	return c.Objects.Backend
 }

@@ -132,6 +132,8 @@ func (c *Config) Validate() error {
 		{c.Sync.GroupReceiptMaxMembers >= 0, "sync.group_receipt_max_members", "must be >= 0 (0 turns group read receipts off)"},
 		{c.Sync.RevokeWait >= 0, "sync.revoke_wait", "must be >= 0"},
 		{c.Sync.ReadCountInterval >= 10*time.Millisecond && c.Sync.ReadCountInterval <= time.Minute, "sync.read_count_interval", "must be 10ms–1m"},
+		{c.Memory.IdleRelease == 0 || c.Memory.IdleRelease >= time.Second, "memory.idle_release", "must be 0 (off) or >= 1s"},
+		{c.Memory.IdleAllocBytes >= 1<<20, "memory.idle_alloc_bytes", "must be >= 1048576"},
 		{c.Sync.RecvOptCacheTTL >= 100*time.Millisecond && c.Sync.RecvOptCacheTTL <= time.Minute, "sync.recv_opt_cache_ttl", "must be 100ms–1m"},
 		{c.Cluster.InstanceID == "" || validInstanceID(c.Cluster.InstanceID), "cluster.instance_id", "must be 1–64 characters of A-Z a-z 0-9 . _ - (empty: host name + HTTP port)"},
 		{c.Cluster.HeartbeatInterval >= 50*time.Millisecond, "cluster.heartbeat_interval", "must be >= 50ms"},
@@ -197,6 +199,24 @@ func (c *Config) Validate() error {
 		{c.Search.IndexWait >= 0, "search.index_wait", "must be >= 0"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},
 		{c.Limits.LoginBackoff.Window >= 0, "limits.login_backoff.window", "must be >= 0 (0 disables the backoff)"},
+		{oneOf(c.Objects.Backend, "", ObjectsBackendLocal, ObjectsBackendS3), "objects.backend", "allowed: local, s3 (empty: local in the embedded default, uploads off otherwise)"},
+		{c.Embedded() || c.Objects.Backend != ObjectsBackendLocal || c.Objects.Local.Dir != "", "objects.local.dir", "must name the shared directory when objects.backend is local outside the embedded default"},
+		{c.Embedded() || c.Objects.Backend != ObjectsBackendLocal || c.Objects.Local.Shared, "objects.local.shared",
+			"objects.backend local outside the embedded default needs a directory every instance shares: set objects.local.shared: true once objects.local.dir is such a mount, or use objects.backend: s3"},
+		{c.Objects.Backend != ObjectsBackendS3 || c.Objects.S3.Endpoint != "" && !strings.Contains(c.Objects.S3.Endpoint, "://"), "objects.s3.endpoint", "must be host[:port] without a scheme when objects.backend is s3"},
+		{c.Objects.Backend != ObjectsBackendS3 || c.Objects.S3.Bucket != "", "objects.s3.bucket", "must be set when objects.backend is s3"},
+		{oneOf(c.Objects.S3.SSE, "", "s3"), "objects.s3.sse", "allowed: \"\" (none), s3"},
+		{c.Objects.MaxBytes >= 1024, "objects.max_bytes", "must be >= 1024"},
+		{c.Objects.MaxDirectBytes >= 1024 && c.Objects.MaxDirectBytes <= c.Objects.MaxBytes && c.Objects.MaxDirectBytes <= 1<<30, "objects.max_direct_bytes", "must be 1024..min(objects.max_bytes, 1 GiB)"},
+		{c.Objects.PartSize >= 5<<20 && c.Objects.PartSize <= 1<<30, "objects.part_size", "must be 5 MiB..1 GiB (S3's bounds)"},
+		{c.Objects.MaxImageBytes >= 0 && c.Objects.MaxAudioBytes >= 0 && c.Objects.MaxVideoBytes >= 0, "objects.max_image_bytes", "objects.max_{image,audio,video}_bytes must be >= 0 (0: objects.max_bytes)"},
+		{c.Objects.MaxImagePixels >= 1, "objects.max_image_pixels", "must be >= 1"},
+		{c.Objects.ThumbnailPx >= 16 && c.Objects.ThumbnailPx <= 4096, "objects.thumbnail_px", "must be 16..4096"},
+		{c.Objects.ThumbWorkers >= 1, "objects.thumb_workers", "must be >= 1"},
+		{c.Objects.UserQuotaBytes >= 0, "objects.user_quota_bytes", "must be >= 0 (0: no quota)"},
+		{c.Objects.URLTTL >= time.Second && c.Objects.URLTTL <= 7*24*time.Hour, "objects.url_ttl", "must be 1s..168h (S3 presigned URLs last at most 7 days)"},
+		{c.Objects.OrphanTTL >= time.Minute, "objects.orphan_ttl", "must be >= 1m"},
+		{c.Objects.CleanInterval >= time.Second, "objects.clean_interval", "must be >= 1s"},
 		{c.Limits.DeadLetters.Count == 0 || c.Limits.DeadLetters.Count > 0 && c.Limits.DeadLetters.Window > 0 && c.Limits.DeadLetters.Block > 0,
 			"limits.dead_letters.count", "must be >= 0 (0 disables); with count > 0, window and block must be > 0"},
 	}
@@ -205,7 +225,7 @@ func (c *Config) Validate() error {
 		r   Rate
 	}{{"limits.login_ip", c.Limits.LoginIP}, {"limits.login_account", c.Limits.LoginAccount}, {"limits.register_ip", c.Limits.RegisterIP},
 		{"limits.group_invite", c.Limits.GroupInvite}, {"limits.group_added", c.Limits.GroupAdded}, {"limits.search", c.Limits.Search}, {"limits.export", c.Limits.Export},
-		{"limits.report", c.Limits.Report}} {
+		{"limits.report", c.Limits.Report}, {"objects.upload", c.Objects.Upload}} {
 		checks = append(checks, struct {
 			ok       bool
 			key, msg string

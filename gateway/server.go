@@ -68,6 +68,10 @@ type Deps struct {
 	// this long after SIGTERM, so a load balancer takes the instance out
 	// before its listener closes.
 	DrainDelay time.Duration
+	// MaxUploadBytes, when above twice http.max_body_bytes, is the largest
+	// body the server buffers, for the upload routes (objects.*); every
+	// other route still answers body_too_long past http.max_body_bytes.
+	MaxUploadBytes int
 }
 
 // Server is the Hertz server with Nexo's routes.
@@ -97,7 +101,7 @@ func NewServer(d Deps) (*Server, error) {
 		// it, BindJSON answers body_too_long in the envelope. Twice the limit
 		// keeps the buffered body bounded while nearly every oversized body
 		// gets the documented answer.
-		server.WithMaxRequestBodySize(2 * d.HTTP.MaxBodyBytes),
+		server.WithMaxRequestBodySize(max(2*d.HTTP.MaxBodyBytes, d.MaxUploadBytes)),
 		server.WithRedirectTrailingSlash(false),
 		server.WithDisablePrintRoute(true),
 		withoutServerHeader(),

@@ -33,6 +33,7 @@ var migrations = []migration{
 	{10, "groups.muted, group_members.mute_until (group moderation)", migrateGroupMutes},
 	{11, "message_reports (reports of messages, docs/moderation.md)", migrateReports},
 	{12, "message actions: edits, hidden messages, reactions, read-by index", migrateActions},
+	{13, "objects, object_refs (uploads, docs/media.md)", migrateObjects},
 	{15, "deleted_users, conversation_retention, conversations.cleared_seq (data rights)", migratePrivacy},
 }
 

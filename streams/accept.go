@@ -281,6 +281,13 @@ func (a *Accepter) run(ctx context.Context, keys []string, args []any, appending
 	}
 }
 
+// ReleaseIdle forgets the accepts the lost-message check remembers beyond
+// its window and shrinks what a load grew, so an idle process holds no
+// memory for a load that has passed (cmd/app calls it when idle). It
+// changes nothing the check can still report: those entries are the ones
+// the next accept would drop. It returns about how many bytes it let go.
+func (a *Accepter) ReleaseIdle() int64 { return a.lost.trim() }
+
 // Ping reports whether Redis answers.
 func (a *Accepter) Ping(ctx context.Context) error {
 	return classify("ping", a.rdb.Ping(ctx).Err())

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -148,6 +149,62 @@ func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64)
 		c.recent[shard] = q
 	}
 	q.push(r, c.window, c.max)
+}
+
+// trim drops what push would drop at the next accept — entries older than
+// the window — and gives back the memory of rings a load grew: an empty
+// ring goes, a ring at most a quarter full shrinks. After a load stops no
+// accept comes to drop the last window's entries, which would otherwise
+// hold the ring and every string it names for good.
+//
+// It returns about how many bytes it let go: the entries dropped with the
+// strings they name (recentAcceptBytes each) and the ring slots given back.
+func (c *lostCheck) trim() int64 {
+	if c == nil {
+		return 0
+	}
+	now := time.Since(c.epoch)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var dropped, slots int
+	for shard, q := range c.recent {
+		for q.n > 0 && now-q.buf[q.head].at > c.window {
+			q.buf[q.head] = recentAccept{}
+			q.head = (q.head + 1) % len(q.buf)
+			q.n--
+			dropped++
+		}
+		switch {
+		case q.n == 0:
+			slots += len(q.buf)
+			delete(c.recent, shard)
+		case q.n <= len(q.buf)/4 && len(q.buf) > 64:
+			next := make([]recentAccept, max(64, 2*q.n))
+			slots += len(q.buf) - len(next)
+			q.n = copy(next, q.all())
+			q.buf, q.head = next, 0
+		}
+	}
+	return int64(dropped)*recentAcceptBytes + int64(slots)*int64(unsafe.Sizeof(recentAccept{}))
+}
+
+// recentAcceptBytes is about what one remembered accept's strings take
+// (an idempotency key, three IDs, a conversation ID and two user IDs).
+const recentAcceptBytes = 256
+
+// remembered is how many accepts the check holds and the ring slots they
+// take, over all shards.
+func (c *lostCheck) remembered() (entries, slots int) {
+	if c == nil {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, q := range c.recent {
+		entries += q.n
+		slots += len(q.buf)
+	}
+	return entries, slots
 }
 
 // sawNode notes the server (run_id) that answered an accept of shard; a

@@ -142,11 +142,15 @@ type App struct {
 	// the shards this instance holds leases for (ReleaseShards, Shards).
 	pipeline    *workers.Pipeline
 	shardLeases *streams.ShardLeases
+	// idleTrims run when the process is idle, before it returns its free
+	// heap to the system (memory.idle_release, cmd/app/memory.go).
+	idleTrims []func() int64
 }
 
 // New builds every component from cfg (already validated). On error it
 // releases what it had built; the error names the step that failed.
 func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, error) {
+	cfg.ResolveObjects() // while Embedded still tells the mode (docs/media.md)
 	a := &App{cfg: cfg, embedded: cfg.Embedded(), log: logger, metrics: newRegistry()}
 	steps := []struct {
 		name  string
@@ -164,6 +168,7 @@ func New(ctx context.Context, cfg configs.Config, logger *slog.Logger) (*App, er
 		{"messaging", a.buildMessaging},
 		{"observability", a.buildObservability},
 		{"pprof", a.buildPprof},
+		{"memory upkeep", a.buildMemory},
 		{"web client", a.buildWeb},
 	}
 	for _, s := range steps {
@@ -365,7 +370,7 @@ func (a *App) buildGateway(context.Context) error {
 	rdb := a.rdb
 	var err error
 	a.server, err = gateway.NewServer(gateway.Deps{
-		HTTP: a.cfg.HTTP, Logger: a.log, Listener: ln, Verifier: a.verifier,
+		HTTP: a.cfg.HTTP, Logger: a.log, Listener: ln, Verifier: a.verifier, MaxUploadBytes: maxUploadBody(&a.cfg),
 		Ready: []gateway.ReadyCheck{
 			{Name: string(a.db.Dialect), Check: a.db.Ping},
 			{Name: "redis", Check: func(ctx context.Context) error { return store.PingRedis(ctx, rdb) }},

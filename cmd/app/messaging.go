@@ -68,6 +68,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	seqs := store.NewSeqRepo(a.db)
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
+	a.idleTrims = append(a.idleTrims, accepter.ReleaseIdle)
 	// The pipeline's pushes, encoded by the gateway and routed to the
 	// instance holding each connection (a.relay wraps the local registry).
 	pusher := chat.NewPusher(ws.NewPushes(a.relay, a.log))
@@ -88,9 +89,13 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	}
 	a.search = searchSvc
 	pushHook := a.pushHook()
+	mediaParts, err := a.buildMedia(ctx)
+	if err != nil {
+		return err
+	}
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook),
+		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook, mediaParts.afterSave()),
 		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
 	})
 	groupRepo := store.NewGroupRepo(a.db)
@@ -183,11 +188,12 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
-		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook, pushHook), DeadSenders: deadSenders,
-		DM: a.dmGate, Words: a.words, Quotes: puller,
+		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook, pushHook, mediaParts.afterSave()), DeadSenders: deadSenders,
+		DM: a.dmGate, Words: a.words, Quotes: puller, Objects: mediaParts.objects(),
 	})
 	routes.NewChat(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)
 	a.buildReports(puller, msgs, hooks)
+	a.registerMedia(mediaParts, puller)
 
 	a.chat, a.members = svc, members
 	groupSvc := group.NewService(group.Deps{Config: a.cfg.Group, Groups: groupRepo, Users: a.users, Members: members,

@@ -44,7 +44,7 @@ func main() {
 // exit status. Tables go to stdout; progress and logs to stderr.
 func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := "run"
-	if len(args) > 0 && (args[0] == "run" || args[0] == "suite" || args[0] == "summarize" || args[0] == "help") {
+	if len(args) > 0 && (args[0] == "run" || args[0] == "suite" || args[0] == "summarize" || args[0] == "upload" || args[0] == "help") {
 		name, args = args[0], args[1:]
 	}
 	var err error
@@ -58,6 +58,8 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		err = suiteCmd(ctx, args, stdout, stderr)
 	case "summarize":
 		err = summarizeCmd(args, stdout, stderr)
+	case "upload":
+		err = uploadCmd(ctx, args, stdout, stderr)
 	}
 	var ue usageError
 	switch {
@@ -81,6 +83,7 @@ Commands:
   run        one scenario against a server (the default command)
   suite      the standard suite behind ` + "`make bench`" + ` (JSON, HTML and results.md in --out-dir)
   summarize  regenerate docs/bench/results.md and README's performance section from saved results
+  upload     direct uploads per size class (MB/s, latency percentiles; docs/bench/media.md)
   help       this list
 
 nexo-bench COMMAND --help lists a command's flags.

@@ -67,6 +67,21 @@ const (
 	ReasonPushTokenInvalid        Reason = "push_token_invalid"
 	ReasonPushProviderUnavailable Reason = "push_provider_unavailable"
 	ReasonPushDeviceNotFound      Reason = "push_device_not_found"
+
+	// Objects (docs/media.md).
+	ReasonObjectTypeMismatch Reason = "object_type_mismatch"
+	ReasonObjectTypeRefused  Reason = "object_type_refused"
+	ReasonImageTooLarge      Reason = "image_too_large"
+	ReasonObjectNameInvalid  Reason = "object_name_invalid"
+	ReasonObjectAccessDenied Reason = "object_access_denied"
+	ReasonObjectURLInvalid   Reason = "object_url_invalid"
+	ReasonObjectURLExpired   Reason = "object_url_expired"
+	ReasonObjectNotFound     Reason = "object_not_found"
+	ReasonUploadNotFound     Reason = "upload_not_found"
+	ReasonObjectTooLarge     Reason = "object_too_large"
+	ReasonQuotaExceeded      Reason = "quota_exceeded"
+	ReasonObjectIncomplete   Reason = "object_incomplete"
+	ReasonPartsMismatch      Reason = "parts_mismatch"
 )
 
 // Code is one row of the error table.
@@ -88,6 +103,10 @@ var table = []Code{
 	{ReasonPushProviderUnavailable, 1033, 400},
 	{ReasonUnsupportedMediaType, 1005, 415},
 	{ReasonBadEmoji, 1020, 400},
+	{ReasonObjectTypeMismatch, 1010, 400},
+	{ReasonObjectTypeRefused, 1011, 400},
+	{ReasonImageTooLarge, 1012, 400},
+	{ReasonObjectNameInvalid, 1013, 400},
 	{ReasonTokenMissing, 1101, 401},
 	{ReasonTokenInvalid, 1102, 401},
 	{ReasonTokenExpired, 1103, 401},
@@ -112,6 +131,9 @@ var table = []Code{
 	{ReasonEditNotAllowed, 1240, 403},
 	{ReasonEditTimeout, 1241, 403},
 	{ReasonDeleteNotAllowed, 1242, 403},
+	{ReasonObjectAccessDenied, 1230, 403},
+	{ReasonObjectURLInvalid, 1231, 403},
+	{ReasonObjectURLExpired, 1232, 403},
 	{ReasonNotFound, 1300, 404},
 	{ReasonUserNotFound, 1301, 404},
 	{ReasonGroupNotFound, 1302, 404},
@@ -122,6 +144,12 @@ var table = []Code{
 	{ReasonUserExists, 1401, 409},
 	{ReasonTooManyReactions, 1430, 409},
 	{ReasonMessageGone, 1431, 409},
+	{ReasonObjectNotFound, 1310, 404},
+	{ReasonUploadNotFound, 1311, 404},
+	{ReasonObjectTooLarge, 1410, 413},
+	{ReasonQuotaExceeded, 1411, 413},
+	{ReasonObjectIncomplete, 1412, 409},
+	{ReasonPartsMismatch, 1413, 409},
 	{ReasonTooManyRequests, 1429, 429},
 	{ReasonInternalError, 1500, 500},
 	{ReasonServerBusy, 1503, 503},
@@ -196,6 +224,19 @@ var domainReasons = []struct {
 	{domain.ErrPushTokenInvalid, ReasonPushTokenInvalid},
 	{domain.ErrPushProviderUnavailable, ReasonPushProviderUnavailable},
 	{domain.ErrPushDeviceNotFound, ReasonPushDeviceNotFound},
+	{domain.ErrObjectTypeMismatch, ReasonObjectTypeMismatch},
+	{domain.ErrObjectTypeRefused, ReasonObjectTypeRefused},
+	{domain.ErrImageTooLarge, ReasonImageTooLarge},
+	{domain.ErrObjectNameInvalid, ReasonObjectNameInvalid},
+	{domain.ErrObjectAccessDenied, ReasonObjectAccessDenied},
+	{domain.ErrURLInvalid, ReasonObjectURLInvalid},
+	{domain.ErrURLExpired, ReasonObjectURLExpired},
+	{domain.ErrObjectNotFound, ReasonObjectNotFound},
+	{domain.ErrUploadNotFound, ReasonUploadNotFound},
+	{domain.ErrObjectTooLarge, ReasonObjectTooLarge},
+	{domain.ErrQuotaExceeded, ReasonQuotaExceeded},
+	{domain.ErrObjectIncomplete, ReasonObjectIncomplete},
+	{domain.ErrPartsMismatch, ReasonPartsMismatch},
 }
 
 // Error is a wire error: a row of the table plus a human detail.

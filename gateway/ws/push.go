@@ -85,6 +85,21 @@ func (p *Pushes) PushToUsers(ctx context.Context, userIDs []string, push domain.
 	return 0
 }
 
+// Shared encodes push once and returns what queues that frame to the
+// connections of userIDs (as PushToUsers), for a caller that hands one push
+// to many users in parts from several goroutines (the group fanout): each
+// part then costs no encoding of its own. ok is false when push cannot be
+// encoded (logged; it reaches nobody).
+func (p *Pushes) Shared(push domain.Push) (send func(ctx context.Context, userIDs []string, exceptConn string) int, ok bool) {
+	f, ok := p.encode(push)
+	if !ok {
+		return nil, false
+	}
+	return func(ctx context.Context, userIDs []string, exceptConn string) int {
+		return p.reg.PushToUsers(ctx, userIDs, f, exceptConn)
+	}, true
+}
+
 // PushToConn queues push to one connection of userID and reports whether
 // it accepted it.
 func (p *Pushes) PushToConn(ctx context.Context, userID, connID string, push domain.Push) bool {

@@ -21,10 +21,10 @@ import (
 // 110 — any JSON value).
 type ContentJSON struct {
 	Text   string          `json:"text,omitempty"`
-	Image  string          `json:"image,omitempty"`
-	Video  string          `json:"video,omitempty"`
-	Audio  string          `json:"audio,omitempty"`
-	File   string          `json:"file,omitempty"`
+	Image  MediaRef        `json:"image,omitempty"`
+	Video  MediaRef        `json:"video,omitempty"`
+	Audio  MediaRef        `json:"audio,omitempty"`
+	File   MediaRef        `json:"file,omitempty"`
 	Custom json.RawMessage `json:"custom,omitempty"`
 }
 
@@ -99,7 +99,7 @@ func ToJSON(m *domain.Message) MessageJSON {
 	case domain.StatusNormal, "":
 		out.Status = string(domain.StatusNormal)
 		c := m.Content
-		out.Content = &ContentJSON{Text: c.Text, Image: c.Image, Video: c.Video, Audio: c.Audio, File: c.File}
+		out.Content = &ContentJSON{Text: c.Text, Image: MediaRef(c.Image), Video: MediaRef(c.Video), Audio: MediaRef(c.Audio), File: MediaRef(c.File)}
 		if c.Custom != "" {
 			out.Content.Custom = json.RawMessage(c.Custom)
 		}
@@ -195,7 +195,7 @@ func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, erro
 		return m, domain.BadField("msg_type", "must be one of 101, 102, 103, 104, 105, 106, 110")
 	}
 	c := r.Content
-	content := domain.Content{Text: c.Text, Image: c.Image, Video: c.Video, Audio: c.Audio, File: c.File}
+	content := domain.Content{Text: c.Text, Image: string(c.Image), Video: string(c.Video), Audio: string(c.Audio), File: string(c.File)}
 	if len(c.Custom) > 0 {
 		if !json.Valid(c.Custom) {
 			return m, domain.BadField("content.custom", "must be valid JSON")
@@ -214,7 +214,7 @@ func (r *SendRequest) validate(sender string, maxBody int) (domain.Message, erro
 	if len(c.Text) > maxTextBytes {
 		return m, domain.NewError(domain.ErrBodyTooLong, fmt.Sprintf("content.text is %d bytes; the limit is %d", len(c.Text), maxTextBytes))
 	}
-	for _, ref := range []struct{ name, v string }{{"image", c.Image}, {"video", c.Video}, {"audio", c.Audio}, {"file", c.File}} {
+	for _, ref := range []struct{ name, v string }{{"image", content.Image}, {"video", content.Video}, {"audio", content.Audio}, {"file", content.File}} {
 		if len(ref.v) > maxRefLen {
 			return m, domain.NewError(domain.ErrBodyTooLong, fmt.Sprintf("content.%s is %d bytes; the limit is %d", ref.name, len(ref.v), maxRefLen))
 		}

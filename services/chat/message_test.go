@@ -40,7 +40,7 @@ func TestSendRequestValidation(t *testing.T) {
 		{"empty text", func(r *SendRequest) { r.Content.Text = "" }, wire.ReasonBadRequest, "content.text"},
 		{"picture without image", func(r *SendRequest) { r.MsgType = 102 }, wire.ReasonBadRequest, "content.image"},
 		{"too long", func(r *SendRequest) { r.Content.Text = strings.Repeat("x", 101) }, wire.ReasonBodyTooLong, ""},
-		{"long image ref", func(r *SendRequest) { r.MsgType = 102; r.Content.Image = strings.Repeat("x", 513) }, wire.ReasonBodyTooLong, ""},
+		{"long image ref", func(r *SendRequest) { r.MsgType = 102; r.Content.Image = MediaRef(strings.Repeat("x", 513)) }, wire.ReasonBodyTooLong, ""},
 		{"invalid custom", func(r *SendRequest) { r.MsgType = 110; r.Content.Custom = json.RawMessage(`{"a":`) }, wire.ReasonBadRequest, "content.custom"},
 		{"custom ok", func(r *SendRequest) { r.MsgType = 110; r.Content.Custom = json.RawMessage(`{"a": 1}`) }, "", ""},
 		{"bad mention", func(r *SendRequest) { r.AtUserIDs = []string{"b ad"} }, wire.ReasonBadRequest, "at_user_ids"},

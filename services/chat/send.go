@@ -133,6 +133,7 @@ type Service struct {
 	dm        DMGate
 	words     WordFilter
 	quotes    Quotes
+	objects   Objects
 
 	// fallbackSeqs: conversations that got seqs straight from the database
 	// while Redis was unreachable, with the highest such seq; the Redis
@@ -174,6 +175,9 @@ type Deps struct {
 	// Quotes, when set, lets a send quote a message (quote: {seq}); nil
 	// refuses quotes with quote_unavailable.
 	Quotes Quotes
+	// Objects, when set, checks the objects that 102–105 messages carry
+	// by reference ({"object_id": …}); nil refuses such references.
+	Objects Objects
 }
 
 // NewService returns the message service.
@@ -182,7 +186,7 @@ func NewService(d Deps) *Service {
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
 		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
-		offenders: d.DeadSenders, dm: d.DM, words: d.Words, quotes: d.Quotes,
+		offenders: d.DeadSenders, dm: d.DM, words: d.Words, quotes: d.Quotes, objects: d.Objects,
 	}
 }
 
@@ -237,6 +241,10 @@ func (s *Service) Send(ctx context.Context, from Origin, req SendRequest) (AckJS
 		if err := checkContent(&m, s.msg.MaxBodyBytes); err != nil {
 			return AckJSON{}, err
 		}
+	}
+	// After before_send, so a reference the hook wrote is checked too.
+	if err := s.attachObjects(ctx, &m); err != nil {
+		return AckJSON{}, err
 	}
 	id, err := uuid.NewV7()
 	if err != nil {

@@ -35,6 +35,13 @@ type Pusher interface {
 	OnlineOf(ctx context.Context, userIDs []string) []string
 }
 
+// sharedPusher is a Pusher that can encode a push once for many calls
+// (ws.Pushes.Shared); the fanout's goroutines then share one frame instead
+// of encoding it once per part.
+type sharedPusher interface {
+	Shared(p domain.Push) (send func(ctx context.Context, userIDs []string, exceptConn string) int, ok bool)
+}
+
 // NotifyJSON is the data of a 2102 push: the conversation has messages up
 // to max_seq; the client pulls what it lacks.
 type NotifyJSON struct {
@@ -180,11 +187,19 @@ func (f *Fanout) push(ctx context.Context, users []string, p domain.Push, except
 	if len(users) <= chunk {
 		return f.pushes.PushToUsers(ctx, users, p, exceptConn)
 	}
+	send := func(part []string) int { return f.pushes.PushToUsers(ctx, part, p, exceptConn) }
+	if sp, ok := f.pushes.(sharedPusher); ok {
+		shared, ok := sp.Shared(p)
+		if !ok {
+			return 0
+		}
+		send = func(part []string) int { return shared(ctx, part, exceptConn) }
+	}
 	var n atomic.Int64
 	var wg sync.WaitGroup
 	for start := 0; start < len(users); start += chunk {
 		part := users[start:min(start+chunk, len(users))]
-		wg.Go(func() { n.Add(int64(f.pushes.PushToUsers(ctx, part, p, exceptConn))) })
+		wg.Go(func() { n.Add(int64(send(part))) })
 	}
 	wg.Wait()
 	return int(n.Load())

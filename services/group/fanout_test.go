@@ -264,3 +264,62 @@ func TestFanoutFramesUnchanged(t *testing.T) {
 		})
 	}
 }
+
+// sharingPusher is a Pusher that offers Shared (as ws.Pushes does): it
+// counts the encodings and the parts pushed with them.
+type sharingPusher struct {
+	mu      sync.Mutex
+	encodes int
+	users   map[string]int
+	direct  int
+}
+
+func (s *sharingPusher) Shared(domain.Push) (func(context.Context, []string, string) int, bool) {
+	s.mu.Lock()
+	s.encodes++
+	s.mu.Unlock()
+	return func(_ context.Context, userIDs []string, _ string) int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, u := range userIDs {
+			s.users[u]++
+		}
+		return len(userIDs)
+	}, true
+}
+
+func (s *sharingPusher) PushToUsers(_ context.Context, userIDs []string, _ domain.Push, _ string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.direct++
+	return len(userIDs)
+}
+
+func (s *sharingPusher) OnlineOf(_ context.Context, userIDs []string) []string { return userIDs }
+
+// A fanout split over several goroutines encodes its push once for all of
+// them, and every member gets it exactly once.
+func TestFanoutEncodesOncePerMessageAcrossParts(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ids := userIDs("p", 300)
+	e.addUsers(ids...)
+	g := e.create(ids[0], ids[1:]...)
+	sp := &sharingPusher{users: map[string]int{}}
+	f := group.NewFanout(e.members, sp, configs.GroupPush{Mode: configs.GroupPushPush, Workers: 4}, nil)
+	m := groupMsg(g.GroupID, ids[0], e.notifier.advance(g.GroupID, 1))
+	if err := f.FanoutGroup(bg, m, ""); err != nil {
+		t.Fatal(err)
+	}
+	if sp.encodes != 1 || sp.direct != 0 {
+		t.Fatalf("%d encodings and %d unshared pushes for one message to 300 members in parts, want 1 and 0", sp.encodes, sp.direct)
+	}
+	if len(sp.users) != 300 {
+		t.Fatalf("%d members reached, want 300", len(sp.users))
+	}
+	for u, n := range sp.users {
+		if n != 1 {
+			t.Fatalf("%s got the push %d times", u, n)
+		}
+	}
+}

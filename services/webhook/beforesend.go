@@ -105,7 +105,7 @@ func (b *BeforeSend) BeforeSend(ctx context.Context, m *domain.Message) error {
 		}
 		b.verdict.WithLabelValues("replace").Inc()
 		c := v.Content
-		m.Content = domain.Content{Text: c.Text, Image: c.Image, Video: c.Video, Audio: c.Audio, File: c.File}
+		m.Content = domain.Content{Text: c.Text, Image: string(c.Image), Video: string(c.Video), Audio: string(c.Audio), File: string(c.File)}
 		if len(c.Custom) > 0 {
 			var buf bytes.Buffer
 			if json.Compact(&buf, c.Custom) == nil {

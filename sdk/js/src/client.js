@@ -7,7 +7,7 @@ import { backoffDelay } from './backoff.js';
 import { Emitter } from './emitter.js';
 import { HttpApi } from './http.js';
 import { OutgoingMessage } from './message.js';
-import { MemoryOutbox } from './outbox.js';
+import { MemoryOutbox, applyOutboxOps } from './outbox.js';
 import {
   CloseCode, GATE_REASONS, MsgType, NexoError, Push, RETRYABLE_SEND_REASONS, Req, SessionType, TOKEN_REASONS,
   groupConversationID, newClientMsgID,
@@ -15,6 +15,7 @@ import {
 
 /** @typedef {import('./outbox.js').Outbox} Outbox */
 /** @typedef {import('./outbox.js').OutboxRecord} OutboxRecord */
+/** @typedef {import('./outbox.js').OutboxOp} OutboxOp */
 /** @typedef {import('./outbox.js').SendBody} SendBody */
 /** @typedef {import('./message.js').SendResult} SendResult */
 
@@ -248,6 +249,8 @@ export class NexoClient extends Emitter {
     this._order = 0;
     /** @type {Promise<void>} serialises outbox writes */
     this._outboxChain = Promise.resolve();
+    /** @type {OutboxOp[]} writes waiting for the next outbox flush */
+    this._outboxPending = [];
     /** @type {Promise<void> | null} */
     this._outboxLoaded = null;
   }
@@ -932,7 +935,7 @@ export class NexoClient extends Emitter {
     /** @type {OutboxRecord} */
     const rec = { clientMsgId: body.client_msg_id, owner: this.userId, body, state: 'pending', createdAt: Date.now(), order: this._order++ };
     const out = this._track(rec);
-    this._outboxWrite(() => this.outbox.put(rec));
+    this._outboxWrite({ put: rec });
     this._pump();
     return out;
   }
@@ -970,9 +973,23 @@ export class NexoClient extends Emitter {
     this._queue.sort((a, b) => (order.get(a) ?? Infinity) - (order.get(b) ?? Infinity));
   }
 
-  /** @param {() => void | Promise<void>} op */
+  /**
+   * _outboxWrite queues one outbox write. Writes queued while an earlier
+   * flush runs go together in the next one — one IndexedDB transaction for
+   * a burst of sends instead of one each — so a reload soon after a burst
+   * finds it in the outbox; writes still apply in the order they were made.
+   * @param {OutboxOp} op
+   */
   _outboxWrite(op) {
-    this._outboxChain = this._outboxChain.then(op).catch((err) => this.log.error('nexo: outbox write failed', err));
+    this._outboxPending.push(op);
+    if (this._outboxPending.length > 1) return; // a flush is already due
+    this._outboxChain = this._outboxChain
+      .then(() => {
+        const ops = this._outboxPending;
+        this._outboxPending = [];
+        return applyOutboxOps(this.outbox, ops);
+      })
+      .catch((err) => this.log.error('nexo: outbox write failed', err));
   }
 
   /** _pump transmits queued messages in order, sendWindow at a time. */
@@ -1055,7 +1072,7 @@ export class NexoClient extends Emitter {
         clientMsgId: out.clientMsgId, owner: this.userId, body: out.body, state: 'accepted', seq: out.seq,
         serverMsgId: out.serverMsgId, conversationId: out.conversationId, sendAt: out.sendAt, createdAt: out.createdAt, order: 0,
       };
-      this._outboxWrite(() => this.outbox.put(rec));
+      this._outboxWrite({ put: rec });
     }
   }
 
@@ -1064,7 +1081,7 @@ export class NexoClient extends Emitter {
     if (out._to('saved') || out.state === 'saved') {
       this._outgoing.delete(out.clientMsgId);
       this._queueRemove(out.clientMsgId);
-      this._outboxWrite(() => this.outbox.delete(out.clientMsgId));
+      this._outboxWrite({ delete: out.clientMsgId });
     }
   }
 
@@ -1074,7 +1091,7 @@ export class NexoClient extends Emitter {
     out._to('failed');
     this._outgoing.delete(out.clientMsgId);
     this._queueRemove(out.clientMsgId);
-    this._outboxWrite(() => this.outbox.delete(out.clientMsgId));
+    this._outboxWrite({ delete: out.clientMsgId });
   }
 
   /** @param {any} d a save_failed error's data */

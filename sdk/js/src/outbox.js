@@ -29,11 +29,37 @@
  */
 
 /**
+ * @typedef {{put: OutboxRecord, delete?: undefined} | {delete: string, put?: undefined}} OutboxOp
+ *   one outbox write: insert or replace a record, or remove one by clientMsgId
+ */
+
+/**
  * @typedef {object} Outbox  where unsaved messages wait; methods may be sync or async
  * @property {() => OutboxRecord[] | Promise<OutboxRecord[]>} list   every record, any order
  * @property {(rec: OutboxRecord) => void | Promise<void>} put       insert or replace by clientMsgId
  * @property {(clientMsgId: string) => void | Promise<void>} delete  remove (absent is fine)
+ * @property {(ops: OutboxOp[]) => void | Promise<void>} [apply]     optional: several writes, in
+ *   order, at once (IndexedDBOutbox: one transaction); without it they are made one by one
  */
+
+/**
+ * applyOutboxOps makes ops on outbox in order: in one call when it has
+ * apply, else one put or delete after the other.
+ * @param {Outbox} outbox
+ * @param {OutboxOp[]} ops
+ * @returns {Promise<void>}
+ */
+export async function applyOutboxOps(outbox, ops) {
+  if (ops.length === 0) return;
+  if (typeof outbox.apply === 'function') {
+    await outbox.apply(ops);
+    return;
+  }
+  for (const op of ops) {
+    if (op.put) await outbox.put(op.put);
+    else if (op.delete !== undefined) await outbox.delete(op.delete);
+  }
+}
 
 /**
  * MemoryOutbox keeps records in memory: they survive reconnects, not a
@@ -115,4 +141,17 @@ export class IndexedDBOutbox {
 
   /** @param {string} clientMsgId */
   async delete(clientMsgId) { await this.run('readwrite', (s) => s.delete(clientMsgId)); }
+
+  /**
+   * apply makes several writes in one transaction, in order.
+   * @param {OutboxOp[]} ops
+   */
+  async apply(ops) {
+    await this.run('readwrite', (s) => {
+      /** @type {IDBRequest<any>} */
+      let last = /** @type {any} */ (null);
+      for (const op of ops) last = op.put ? s.put(op.put) : s.delete(/** @type {string} */ (op.delete));
+      return last;
+    });
+  }
 }

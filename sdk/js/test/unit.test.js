@@ -320,6 +320,29 @@ describe('sending', () => {
     await waitFor(() => outbox.list().length === 0, 2000, 'the record deleted once saved');
   });
 
+  test('outbox: a burst of sends is written in few apply calls, in send order', async () => {
+    /** @type {any[][]} */
+    const calls = [];
+    const mem = new MemoryOutbox();
+    const outbox = {
+      list: () => mem.list(),
+      put: (r) => mem.put(r),
+      delete: (id) => mem.delete(id),
+      apply: async (ops) => {
+        calls.push(ops.map((o) => (o.put ? 'put ' + o.put.body.content.text : 'delete')));
+        for (const o of ops) (o.put ? mem.put(o.put) : mem.delete(o.delete));
+      },
+    };
+    srv.on(1003, () => {}); // never answers: every record stays
+    const c = client({ outbox });
+    await c.connect();
+    for (let i = 0; i < 50; i++) c.send({ recvId: 'bob', msgType: 101, content: { text: 'b' + i } });
+    await waitFor(() => mem.list().length === 50, 2000, 'all 50 in the outbox');
+    assert.ok(calls.length <= 2, `${calls.length} apply calls for one burst`);
+    assert.deepEqual(calls.flat(), Array.from({ length: 50 }, (_, i) => 'put b' + i));
+    c.disconnect();
+  });
+
   test('outbox records of another user are not sent', async () => {
     const outbox = new MemoryOutbox();
     outbox.put({ clientMsgId: 'other', owner: 'mallory', body: { client_msg_id: 'other', session_type: 1, recv_id: 'x', msg_type: 101, content: { text: 'x' } }, state: 'pending', createdAt: 1, order: 0 });

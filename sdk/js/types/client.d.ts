@@ -102,6 +102,8 @@ export class NexoClient extends Emitter<ClientEvents> {
     _order: number;
     /** @type {Promise<void>} serialises outbox writes */
     _outboxChain: Promise<void>;
+    /** @type {OutboxOp[]} writes waiting for the next outbox flush */
+    _outboxPending: OutboxOp[];
     /** @type {Promise<void> | null} */
     _outboxLoaded: Promise<void> | null;
     /**
@@ -224,8 +226,14 @@ export class NexoClient extends Emitter<ClientEvents> {
     _track(rec: OutboxRecord): OutgoingMessage;
     /** _loadOutbox brings back the records a previous client left (IndexedDB). */
     _loadOutbox(): Promise<void>;
-    /** @param {() => void | Promise<void>} op */
-    _outboxWrite(op: () => void | Promise<void>): void;
+    /**
+     * _outboxWrite queues one outbox write. Writes queued while an earlier
+     * flush runs go together in the next one — one IndexedDB transaction for
+     * a burst of sends instead of one each — so a reload soon after a burst
+     * finds it in the outbox; writes still apply in the order they were made.
+     * @param {OutboxOp} op
+     */
+    _outboxWrite(op: OutboxOp): void;
     /** _pump transmits queued messages in order, sendWindow at a time. */
     _pump(): void;
     /** @param {string} id */
@@ -452,6 +460,7 @@ export class NexoClient extends Emitter<ClientEvents> {
 }
 export type Outbox = import("./outbox.js").Outbox;
 export type OutboxRecord = import("./outbox.js").OutboxRecord;
+export type OutboxOp = import("./outbox.js").OutboxOp;
 export type SendBody = import("./outbox.js").SendBody;
 export type SendResult = import("./message.js").SendResult;
 export type ConnectionState = "disconnected" | "connecting" | "connected";
@@ -763,6 +772,7 @@ import { Emitter } from './emitter.js';
 import { HttpApi } from './http.js';
 /** @typedef {import('./outbox.js').Outbox} Outbox */
 /** @typedef {import('./outbox.js').OutboxRecord} OutboxRecord */
+/** @typedef {import('./outbox.js').OutboxOp} OutboxOp */
 /** @typedef {import('./outbox.js').SendBody} SendBody */
 /** @typedef {import('./message.js').SendResult} SendResult */
 /** @typedef {'disconnected' | 'connecting' | 'connected'} ConnectionState */

@@ -23,11 +23,25 @@
  * @property {number} order       a tie-breaker within one millisecond
  */
 /**
+ * @typedef {{put: OutboxRecord, delete?: undefined} | {delete: string, put?: undefined}} OutboxOp
+ *   one outbox write: insert or replace a record, or remove one by clientMsgId
+ */
+/**
  * @typedef {object} Outbox  where unsaved messages wait; methods may be sync or async
  * @property {() => OutboxRecord[] | Promise<OutboxRecord[]>} list   every record, any order
  * @property {(rec: OutboxRecord) => void | Promise<void>} put       insert or replace by clientMsgId
  * @property {(clientMsgId: string) => void | Promise<void>} delete  remove (absent is fine)
+ * @property {(ops: OutboxOp[]) => void | Promise<void>} [apply]     optional: several writes, in
+ *   order, at once (IndexedDBOutbox: one transaction); without it they are made one by one
  */
+/**
+ * applyOutboxOps makes ops on outbox in order: in one call when it has
+ * apply, else one put or delete after the other.
+ * @param {Outbox} outbox
+ * @param {OutboxOp[]} ops
+ * @returns {Promise<void>}
+ */
+export function applyOutboxOps(outbox: Outbox, ops: OutboxOp[]): Promise<void>;
 /**
  * MemoryOutbox keeps records in memory: they survive reconnects, not a
  * reload or a restart. The default.
@@ -79,6 +93,11 @@ export class IndexedDBOutbox implements Outbox {
     put(rec: OutboxRecord): Promise<void>;
     /** @param {string} clientMsgId */
     delete(clientMsgId: string): Promise<void>;
+    /**
+     * apply makes several writes in one transaction, in order.
+     * @param {OutboxOp[]} ops
+     */
+    apply(ops: OutboxOp[]): Promise<void>;
 }
 /**
  * the data of a 1003 send (docs/protocol.md)
@@ -127,6 +146,16 @@ export type OutboxRecord = {
     order: number;
 };
 /**
+ * one outbox write: insert or replace a record, or remove one by clientMsgId
+ */
+export type OutboxOp = {
+    put: OutboxRecord;
+    delete?: undefined;
+} | {
+    delete: string;
+    put?: undefined;
+};
+/**
  * where unsaved messages wait; methods may be sync or async
  */
 export type Outbox = {
@@ -142,4 +171,9 @@ export type Outbox = {
      * remove (absent is fine)
      */
     delete: (clientMsgId: string) => void | Promise<void>;
+    /**
+     * optional: several writes, in
+     * order, at once (IndexedDBOutbox: one transaction); without it they are made one by one
+     */
+    apply?: ((ops: OutboxOp[]) => void | Promise<void>) | undefined;
 };

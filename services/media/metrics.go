@@ -1,0 +1,42 @@
+package media
+
+import "github.com/prometheus/client_golang/prometheus"
+
+type metrics struct {
+	uploads      *prometheus.CounterVec
+	bytes        prometheus.Counter
+	refusals     *prometheus.CounterVec
+	thumbLatency prometheus.Histogram
+	stored       prometheus.Gauge
+	cleaned      *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		uploads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "object_uploads_total",
+			Help: "Uploads by kind: direct (POST /object/upload), multipart_initiated, multipart (completed).",
+		}, []string{"kind"}),
+		bytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "object_upload_bytes_total", Help: "Bytes of completed uploads.",
+		}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "object_refusals_total",
+			Help: "Uploads, downloads and attachments refused, by cause (type mismatch, quota, access...).",
+		}, []string{"cause"}),
+		thumbLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "nexo", Name: "object_thumbnail_seconds", Help: "Time to make one thumbnail (read, decode, scale, encode, store).",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 12),
+		}),
+		stored: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: "nexo", Name: "object_stored_bytes", Help: "Bytes of complete objects, as of the cleaner's last pass.",
+		}),
+		cleaned: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "object_cleaned_total", Help: "Objects the cleaner deleted: orphan (never sent) or upload (multipart never completed).",
+		}, []string{"kind"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.uploads, m.bytes, m.refusals, m.thumbLatency, m.stored, m.cleaned)
+	}
+	return m
+}

@@ -7,7 +7,7 @@
 import { isAuthLost } from './api.js';
 import { Connection } from './socket.js';
 import { Conversation, better, isNotification } from './conversation.js';
-import { GROUP, MSG_AT_TEXT, MSG_TEXT, groupConversationID, newClientMsgID, singleConversationID } from './ids.js';
+import { GROUP, MSG_AT_TEXT, MSG_FILE, MSG_PICTURE, MSG_TEXT, groupConversationID, newClientMsgID, singleConversationID } from './ids.js';
 import { SyncMethods } from './sync.js';
 import { GroupMethods } from './groups.js';
 
@@ -40,6 +40,8 @@ export class Client {
     this.ended = null; // {reason, detail} once the session can no longer continue
     this.unsupported = new Set(); // features the server does not offer (unknown_request / not_found)
     this.ackTimers = new Map();
+    this.urls = new Map(); // object_id:variant → {url, expires_at}
+    this.urlLoads = new Set();
     this.changeQueued = false;
     this.conn = new Connection(() => this.api.session.token, () => this.me, {
       open: () => this.onOpen(),
@@ -384,6 +386,90 @@ export class Client {
     return m;
   }
 
+  /**
+   * sendFile uploads file (sdk.upload, with progress on m.upload) and sends
+   * it by reference: a picture (102) for images, else a file (105). The
+   * message shows as sending with a progress bar meanwhile.
+   */
+  async sendFile(c, file) {
+    const image = /^image\/(png|jpeg|gif|webp)$/.test(file.type);
+    const m = {
+      client_msg_id: newClientMsgID(), conversation_id: c.id, sender_id: this.me, session_type: c.type,
+      msg_type: image ? MSG_PICTURE : MSG_FILE, content: {}, status: 'normal', state: 'sending', createdAt: Date.now(), local: true,
+      upload: { sent: 0, total: file.size, name: file.name || 'file' },
+    };
+    if (c.isGroup) m.group_id = c.groupID;
+    else m.recv_id = c.peerID;
+    c.pending.set(m.client_msg_id, m);
+    c.noteLatest(m);
+    return this.uploadAndSend(c, m, file, image);
+  }
+
+  /** uploadAndSend uploads file for m (again after a failed upload) and sends it. */
+  async uploadAndSend(c, m, file, image) {
+    m.file = file;
+    m.uploadFailed = false;
+    m.state = 'sending';
+    m.failReason = '';
+    m.upload = { sent: 0, total: file.size, name: file.name || 'file' };
+    this.changed();
+    let obj;
+    try {
+      obj = await this.sdk.upload(file, {
+        name: file.name || (image ? 'pasted-image' : 'file'),
+        onProgress: (sent, total) => { m.upload = { ...m.upload, sent, total }; this.changed(); },
+      });
+    } catch (err) {
+      m.upload = null;
+      m.state = 'failed';
+      m.failReason = err.reason || 'upload_failed';
+      m.failDetail = err.detail || '';
+      m.uploadFailed = true;
+      this.changed();
+      return m;
+    }
+    m.upload = null;
+    m.file = null;
+    // A reference holds only object_id (docs/media.md); the metadata the
+    // upload answered is what this page shows until the saved copy comes.
+    const field = image ? 'image' : 'file';
+    m.sendContent = { [field]: { object_id: obj.object_id } };
+    m.content = { [field]: { ...obj } };
+    this.transmit(c, m);
+    return m;
+  }
+
+  /**
+   * objectURL resolves a signed URL of an object's variant, kept until a
+   * minute before it expires (GET /object/url through the SDK).
+   */
+  async objectURL(objectID, variant) {
+    const key = `${objectID}:${variant}`;
+    const hit = this.urls.get(key);
+    if (hit && hit.expires_at - 60000 > Date.now()) return hit.url;
+    const got = await this.sdk.objectUrl(objectID, variant);
+    this.urls.set(key, got);
+    return got.url;
+  }
+
+  /** urlFor is objectURL for rendering: the URL when known, else '' and a fetch that redraws. */
+  urlFor(objectID, variant) {
+    const key = `${objectID}:${variant}`;
+    const hit = this.urls.get(key);
+    if (hit && hit.expires_at - 60000 > Date.now()) return hit.url;
+    if (!this.urlLoads.has(key)) {
+      this.urlLoads.add(key);
+      // Right after the send the receivers may get object_access_denied
+      // for a moment (docs/media.md): try again a few times.
+      const attempt = (n) => this.objectURL(objectID, variant).then(() => { this.urlLoads.delete(key); this.changed(); }, (err) => {
+        if (n < 5 && err.reason === 'object_access_denied') setTimeout(() => attempt(n + 1), 300 * (n + 1));
+        else this.urlLoads.delete(key);
+      });
+      attempt(0);
+    }
+    return '';
+  }
+
   mentionsIn(c, text) {
     const ids = new Set();
     const members = new Set((this.members.get(c.groupID) || []).map((x) => x.user_id));
@@ -402,7 +488,7 @@ export class Client {
     m.state = 'sending';
     m.failReason = '';
     this.changed();
-    const p = { msgType: m.msg_type, content: m.content, clientMsgId: m.client_msg_id };
+    const p = { msgType: m.msg_type, content: m.sendContent || m.content, clientMsgId: m.client_msg_id };
     if (m.session_type === GROUP) p.groupId = m.group_id;
     else p.recvId = m.recv_id;
     if (m.at_user_ids && m.at_user_ids.length) p.atUserIds = m.at_user_ids;
@@ -457,6 +543,10 @@ export class Client {
 
   /** retry re-sends a failed message with its client_msg_id. */
   retry(c, m) {
+    if (m.state === 'failed' && m.uploadFailed) {
+      this.uploadAndSend(c, m, m.file, m.msg_type === MSG_PICTURE);
+      return;
+    }
     if (m.state === 'failed') this.transmit(c, m);
   }
 

@@ -8,6 +8,8 @@ export const GROUP = 3;
 /** Message types the client sends. */
 export const MSG_TEXT = 101;
 export const MSG_AT_TEXT = 106;
+export const MSG_PICTURE = 102;
+export const MSG_FILE = 105;
 /** msg_type 1500 and above are the server's notifications. */
 export const MSG_NOTIFICATION_MIN = 1500;
 /** A recall's announcement (content.custom names the recalled seq). */

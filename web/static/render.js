@@ -87,9 +87,70 @@ export function preview(m, client) {
   if (m.status === 'revoked') return 'Message recalled';
   if (m.status === 'deleted') return 'Message deleted';
   if (isNotification(m)) return notificationText(m, client);
-  const text = (m.content && m.content.text) || (m.content && (m.content.image || m.content.file) ? '[attachment]' : '');
+  const text = (m.content && m.content.text) || (isMedia(m) ? (m.msg_type === 102 ? '[picture]' : '[file]') : (m.upload ? '[uploading]' : ''));
   const who = m.sender_id === client.me ? 'You: ' : (m.session_type === 3 || m.group_id ? `${client.nameOf(m.sender_id)}: ` : '');
   return who + text;
+}
+
+/** MEDIA_FIELDS: the content field of each media message type (docs/media.md). */
+const MEDIA_FIELDS = { 102: 'image', 103: 'audio', 104: 'video', 105: 'file' };
+
+/** mediaRef is the object reference (or URL string) a media message carries, or null. */
+function mediaRef(m) {
+  const field = MEDIA_FIELDS[m.msg_type];
+  return field && m.content ? m.content[field] || null : null;
+}
+
+function isMedia(m) {
+  return mediaRef(m) !== null;
+}
+
+/** mediaSig: what a media message's look depends on (the signed URLs as they arrive). */
+function mediaSig(m, client) {
+  const ref = mediaRef(m);
+  if (!ref || typeof ref !== 'object' || !ref.object_id) return '';
+  return [client.urlFor(ref.object_id, 'original'), m.msg_type === 102 && ref.has_thumbnail ? client.urlFor(ref.object_id, 'thumbnail') : ''].join(' ');
+}
+
+export function sizeText(n) {
+  if (!(n >= 0)) return '';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * renderMedia shows a media message: while uploading, its name and a
+ * progress bar; a picture as a thumbnail that opens the original; any
+ * other object as a download link with its name and size.
+ */
+function renderMedia(m, client) {
+  if (m.upload) {
+    const pct = m.upload.total ? Math.round((100 * m.upload.sent) / m.upload.total) : 0;
+    return el('div', { class: 'media uploading' },
+      el('p', { class: 'text', text: m.upload.name }),
+      el('progress', { class: 'upload-progress', max: 100, value: pct, 'aria-label': `Uploading ${m.upload.name}` }),
+      el('span', { class: 'upload-pct', text: ` ${pct}%` }));
+  }
+  const ref = mediaRef(m);
+  if (typeof ref === 'string') return el('p', { class: 'text' }, el('a', { href: ref, rel: 'noopener noreferrer', target: '_blank', text: ref }));
+  const name = ref.name || 'file';
+  if (!ref.object_id) return el('p', { class: 'text', text: name });
+  const original = client.urlFor(ref.object_id, 'original');
+  if (m.msg_type === 102) {
+    const thumb = ref.has_thumbnail ? client.urlFor(ref.object_id, 'thumbnail') : original;
+    const img = el('img', { class: 'thumb', alt: name, 'data-object-id': ref.object_id });
+    if (thumb) img.src = thumb;
+    if (ref.width && ref.height) {
+      const scale = Math.min(1, 240 / Math.max(ref.width, ref.height));
+      img.width = Math.round(ref.width * scale);
+      img.height = Math.round(ref.height * scale);
+    }
+    return el('a', { class: 'media image', href: original || undefined, target: '_blank', rel: 'noopener', title: `Open ${name}` }, img);
+  }
+  return el('p', { class: 'text media file' },
+    el('a', { class: 'download', href: original || undefined, download: name, rel: 'noopener', 'data-object-id': ref.object_id, text: name }),
+    el('span', { class: 'file-size', text: ` (${sizeText(ref.size)})` }));
 }
 
 /** textWithMentions renders text with every "@id" of a mentioned user highlighted. */
@@ -132,7 +193,7 @@ export function renderMessage(li, m, c, client, now) {
   const readCount = Math.max(readers, m.readCount || 0);
   const sig = [m.seq, m.status, m.revokedBy, state, readers, m.failReason, canRecall, m.content && m.content.text, sender, revoker,
     isNotification(m) ? notificationText(m, client) : '', m.edit_version, JSON.stringify(m.reactions || []), JSON.stringify(m.quote || null),
-    m.editing, m.menuOpen, readCount, live].join('|');
+    m.editing, m.menuOpen, readCount, live, JSON.stringify(m.upload || null), mediaSig(m, client)].join('|');
   if (li.dataset.sig === sig) return false;
   li.dataset.sig = sig;
   li.replaceChildren();
@@ -175,6 +236,8 @@ export function renderMessage(li, m, c, client, now) {
     bubble.append(el('div', { class: 'edit-form' }, area,
       el('button', { type: 'button', class: 'link', 'data-action': 'save-edit', text: 'Save' }), ' ',
       el('button', { type: 'button', class: 'link', 'data-action': 'cancel-edit', text: 'Cancel' })));
+  } else if (m.upload || isMedia(m)) {
+    bubble.append(renderMedia(m, client));
   } else {
     bubble.append(textWithMentions((m.content && m.content.text) || '', m.at_user_ids, client.me));
     if (m.edit_version > 0) bubble.append(el('span', { class: 'edited', title: m.edited_at ? `Edited ${timeOf(m.edited_at)}` : 'Edited', text: '(edited)' }));

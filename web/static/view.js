@@ -133,6 +133,38 @@ export class View {
       }
     }, opts);
     $('reply-cancel').addEventListener('click', () => this.setReply(null), opts);
+
+    // Attachments: the button, dropping files on the chat, pasting a picture.
+    const sendFiles = (files) => {
+      if (!c.current || c.current.left || c.current.dismissed) return;
+      for (const f of files) c.sendFile(c.current, f);
+      this.stickToBottom = true;
+    };
+    $('attach').addEventListener('click', () => $('attach-input').click(), opts);
+    $('attach-input').addEventListener('change', (e) => {
+      sendFiles([...e.target.files]);
+      e.target.value = '';
+    }, opts);
+    const chat = $('scroller').closest('section') || $('scroller');
+    chat.addEventListener('dragover', (e) => {
+      if (e.dataTransfer && [...e.dataTransfer.types].includes('Files')) {
+        e.preventDefault();
+        chat.classList.add('dropping');
+      }
+    }, opts);
+    chat.addEventListener('dragleave', () => chat.classList.remove('dropping'), opts);
+    chat.addEventListener('drop', (e) => {
+      chat.classList.remove('dropping');
+      if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+      e.preventDefault();
+      sendFiles([...e.dataTransfer.files]);
+    }, opts);
+    $('composer-input').addEventListener('paste', (e) => {
+      const files = [...((e.clipboardData && e.clipboardData.files) || [])].filter((f) => f.type.startsWith('image/'));
+      if (!files.length) return;
+      e.preventDefault();
+      sendFiles(files);
+    }, opts);
     $('push-toggle').addEventListener('click', () => this.togglePush(), opts);
 
     const input = $('composer-input');

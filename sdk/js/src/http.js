@@ -235,10 +235,18 @@ export class HttpApi {
   }
 
   /**
-   * objectUrl: GET /object/url → {url, expires_at}: a signed URL that needs no token, for one variant, until expires_at.
+   * objectUrl: GET /object/url → {url, expires_at}: a signed URL that needs
+   * no token, for one variant, until expires_at (Unix ms). A URL the server
+   * gives relative (the local backend without objects.public_url) comes
+   * back absolute, resolved against the client's url.
    * @param {string} objectId @param {'original' | 'thumbnail'} [variant]
+   * @returns {Promise<{url: string, expires_at: number}>}
    */
-  objectUrl(objectId, variant = 'original') { return this.call('GET', '/object/url', { query: { object_id: objectId, variant } }); }
+  async objectUrl(objectId, variant = 'original') {
+    const data = await this.call('GET', '/object/url', { query: { object_id: objectId, variant } });
+    if (data.url) data.url = new URL(data.url, `${this.base}/`).toString();
+    return data;
+  }
 
   /** objectInfo: GET /object/info → the object's metadata. @param {string} objectId */
   objectInfo(objectId) { return this.call('GET', '/object/info', { query: { object_id: objectId } }); }

@@ -257,3 +257,36 @@ test('history on the real server: a new session shows what was delivered as hist
   await waitFor(() => streamed.length === 3, 10000, 'the stream above the cursor');
   assert.deepEqual(streamed, [6, 7, 8]);
 });
+
+test('media on the real server: upload, send by reference, the receiver gets the metadata and a signed URL to the bytes', async () => {
+  const alice = await user('alice');
+  const bob = await user('bob');
+  const got = [];
+  bob.c.on('message', (m) => got.push(m));
+  const text = 'the minutes of the meeting\n';
+  const progress = [];
+  const obj = await alice.c.upload(new Blob([text], { type: 'text/plain' }), { name: 'minutes.txt', onProgress: (a, b) => progress.push([a, b]) });
+  assert.equal(obj.name, 'minutes.txt');
+  assert.equal(obj.size, text.length);
+  assert.match(obj.object_id, /^o[0-9a-f]{32}$/);
+  assert.deepEqual(progress.at(-1), [text.length, text.length]);
+  await alice.c.send({ recvId: bob.id, msgType: 105, content: { file: { object_id: obj.object_id } } }).saved;
+  await waitFor(() => got.length === 1, 10000, 'bob gets the file message');
+  const ref = got[0].content.file;
+  assert.deepEqual([ref.object_id, ref.name, ref.size], [obj.object_id, 'minutes.txt', text.length]);
+  let url;
+  for (const deadline = Date.now() + 10000; ;) {
+    try {
+      url = await bob.c.objectUrl(ref.object_id);
+      break;
+    } catch (e) {
+      // Right after the save the receiver may be refused for a moment (docs/media.md).
+      if (e.reason !== 'object_access_denied' || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const res = await fetch(url.url);
+  assert.equal(await res.text(), text);
+  await assert.rejects(alice.c.upload(new Blob(['<svg xmlns="http://www.w3.org/2000/svg"/>'], { type: 'image/svg+xml' }), { name: 'x.svg' }),
+    (e) => e.reason === 'object_type_refused');
+});

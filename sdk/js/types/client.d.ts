@@ -416,7 +416,10 @@ export class NexoClient extends Emitter<ClientEvents> {
         signal?: AbortSignal;
     }): Promise<any>;
     /** objectUrl: a signed URL of an object the user may see → {url, expires_at}. @param {string} objectId @param {'original' | 'thumbnail'} [variant] */
-    objectUrl(objectId: string, variant?: "original" | "thumbnail"): Promise<any>;
+    objectUrl(objectId: string, variant?: "original" | "thumbnail"): Promise<{
+        url: string;
+        expires_at: number;
+    }>;
     /** @param {string} [userId] */
     userInfo(userId?: string): Promise<any>;
     /** @param {Record<string, any>} fields */

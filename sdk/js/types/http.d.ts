@@ -140,10 +140,17 @@ export class HttpApi {
         signal?: AbortSignal;
     }): Promise<any>;
     /**
-     * objectUrl: GET /object/url → {url, expires_at}: a signed URL that needs no token, for one variant, until expires_at.
+     * objectUrl: GET /object/url → {url, expires_at}: a signed URL that needs
+     * no token, for one variant, until expires_at (Unix ms). A URL the server
+     * gives relative (the local backend without objects.public_url) comes
+     * back absolute, resolved against the client's url.
      * @param {string} objectId @param {'original' | 'thumbnail'} [variant]
+     * @returns {Promise<{url: string, expires_at: number}>}
      */
-    objectUrl(objectId: string, variant?: "original" | "thumbnail"): Promise<any>;
+    objectUrl(objectId: string, variant?: "original" | "thumbnail"): Promise<{
+        url: string;
+        expires_at: number;
+    }>;
     /** objectInfo: GET /object/info → the object's metadata. @param {string} objectId */
     objectInfo(objectId: string): Promise<any>;
 }

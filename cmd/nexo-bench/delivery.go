@@ -11,6 +11,10 @@ func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool)
 		r.unavailable++
 		return
 	}
+	if r.acts != nil && isActionNotice(msg.MsgType) {
+		r.onNotice(c, msg, at, byPush)
+		return
+	}
 	m := r.lookup(msg.ClientMsgID)
 	how := viaPull
 	if byPush {
@@ -33,6 +37,9 @@ func (r *recorder) onShown(c *conn, msg *message, at int64, byPush, notify bool)
 			r.unexpected++
 		}
 		return
+	}
+	if m.pic != nil {
+		r.checkPicture(m, msg)
 	}
 	if how == viaPush || notify {
 		m.delivered++

@@ -92,6 +92,10 @@ type message struct {
 	SessionType    int    `json:"session_type"`
 	Status         string `json:"status"`
 	SendAt         int64  `json:"send_at"`
+	// MsgType and Content are read for the mix's checks (--picture-share,
+	// --action-share); a text body's fields are skipped by the decoder.
+	MsgType int         `json:"msg_type"`
+	Content wireContent `json:"content"`
 }
 
 // pullData is the data of a 1005 request (and the query of GET /msg/pull).

@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -80,8 +81,18 @@ func benchEnv(so serverOptions, prefix string) []string {
 		"NEXO_LOG_LEVEL=warn",
 		"NEXO_METRICS_TOKEN=" + benchMetricsToken, // read by the bench's scrapes (api.metricsToken)
 		"NEXO_STREAMS_CONSUMER_NAME=nexo-bench",
+		// Uploads on (--picture-share): the local backend in a directory of
+		// its own per server, removed by Close; every sender uploads at setup.
+		"NEXO_OBJECTS_BACKEND=local",
+		"NEXO_OBJECTS_LOCAL_SHARED=true",
+		"NEXO_OBJECTS_LOCAL_DIR=" + objectsDir(prefix),
+		"NEXO_OBJECTS_UPLOAD_RATE=0",
 	}
 }
+
+// objectsDir is the local object directory of the in-process server with
+// Redis key prefix prefix.
+func objectsDir(prefix string) string { return filepath.Join(os.TempDir(), prefix+"-objects") }
 
 // startInProcess prepares the database, starts Nexo and waits until
 // /readyz answers. Server configuration: benchEnv, then any NEXO_ variable
@@ -266,6 +277,7 @@ func (s *inProcessServer) Close() error {
 	if !s.ownsKeys {
 		return err
 	}
+	_ = os.RemoveAll(objectsDir(s.prefix))
 	return errors.Join(err, s.deleteKeys())
 }
 

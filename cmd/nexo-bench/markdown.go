@@ -224,6 +224,13 @@ func (l *loaded) resultsMarkdown() string {
 		}
 		b.WriteString("\n")
 	}
+	if r := l.runs["mix-50x10"]; r != nil {
+		c, k := r.Counts, r.Correctness
+		b.WriteString("## The chat mix: pictures and actions\n\n" + runHeader + runRow(r, describe(r)))
+		fmt.Fprintf(&b, "\n%d pictures, %d shown with their object (%d mismatched); %d actions (%d edits, %d reactions, %d deletes), %d answered, notices %d of %d expected (%d missing, %d duplicate); action answer p99 %s ms, notice p99 %s ms. [JSON](mix-50x10.json), [charts](mix-50x10.html)\n\n",
+			c.Pictures, c.PicturesReceived, k.PictureMismatches, c.ActionsSent, c.Edits, c.Reactions, c.Deletes, c.ActionsAnswered,
+			c.NoticesReceived, c.NoticesExpected, k.NoticesMissing, k.NoticesDuplicate, ms(r.Latency.ActionAnswer.P99), ms(r.Latency.ActionNotice.P99))
+	}
 	if r := l.runs["reconnect"]; r != nil && r.Reconnect != nil {
 		rc := r.Reconnect
 		b.WriteString("## Reconnect and gap fill\n\n" + runHeader + runRow(r, describe(r)))

@@ -50,6 +50,10 @@ type options struct {
 	// SearchProbe: every SearchProbe-th message carries a word of its own
 	// and is searched for after its ACK(saved) (0 = off).
 	SearchProbe int
+	// PictureShare and ActionShare are the chat mix (mix.go): shares of
+	// sends that are pictures (102) and actions on earlier messages.
+	PictureShare float64
+	ActionShare  float64
 	// compareSettings is --compare when it names start-time settings: B
 	// is then a second in-process server at CompareURL (compareSettings).
 	compareSettings string
@@ -114,6 +118,7 @@ func (o *options) register(fs *flag.FlagSet) {
 	fs.IntVar(&o.Repeat, "repeat", 3, "with --compare/--compare-url: runs per side (medians are reported)")
 	fs.BoolVar(&o.Quiet, "quiet", false, "no progress line")
 	fs.IntVar(&o.SearchProbe, "search-probe", 0, "single/group: every Nth message carries a word of its own, and after its ACK(saved) its sender searches for it (POST /msg/search, every 20 ms, 5 s at most): reports how soon a saved message is searchable; 0 = off")
+	registerMix(fs, o)
 	fs.StringVar(&o.CPUProfile, "cpuprofile", "", "write a CPU profile of this process (with --inprocess: server and client together) here")
 	o.Server.register(fs)
 }
@@ -144,6 +149,7 @@ func (o *options) check() error {
 	if o.SearchProbe < 0 || o.SearchProbe > 0 && o.Scenario != "single" && o.Scenario != "group" {
 		bad("--search-probe must be 0 or positive, and only with --scenario single or group")
 	}
+	errs = append(errs, o.checkMix()...)
 	if o.Rate == 0 && o.Inflight < 1 {
 		bad("--inflight must be at least 1 in the closed loop (--rate 0)")
 	}
@@ -231,6 +237,7 @@ func (o *options) params() Params {
 		p.Connections, p.Payload = o.Connections, 0
 		return p
 	}
+	p.PictureShare, p.ActionShare = o.PictureShare, o.ActionShare
 	if o.Rate > 0 {
 		p.Loop, p.Rate = "open", o.Rate
 	} else {

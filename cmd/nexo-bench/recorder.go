@@ -45,8 +45,9 @@ type msgRec struct {
 	delivered int32 // recipients that got it by push (or notify-mode pull)
 	recovered int32 // recipients that got it by a gap-fill pull
 	reason    string
-	failed    bool   // a save_failed error push named it
-	probe     string // --search-probe: the word only this message carries
+	failed    bool     // a save_failed error push named it
+	probe     string   // --search-probe: the word only this message carries
+	pic       *picture // --picture-share: the picture it carries (msg_type 102), nil for text
 	timedOut  bool
 	measured  bool
 	finished  bool
@@ -87,6 +88,10 @@ type recorder struct {
 	savedFirst   int64
 	dupSavedAcks int64
 	resequenced  int64
+	// acts tracks --action-share's actions and their notices (nil: off);
+	// pics counts --picture-share's checks of pushed pictures.
+	acts *actionBook
+	pics pictureChecks
 	// first and last seq acknowledged per conversation in this run: where
 	// notify-mode and gap-fill pulls start and how far they must reach.
 	convFirst, convLast map[string]int64
@@ -249,6 +254,8 @@ func (r *recorder) onFrame(c *conn, f *inFrame, at int64) {
 		}
 	case pushMsg:
 		r.onShown(c, &d.message, at, true, false)
+	case reqEditMsg, reqDeleteMsg, reqReactMsg:
+		r.onActionAnswer(f, at)
 	case pushGroupNotify:
 		if c.recv.startPull(d.ConversationID, d.MaxSeq) && r.pulls != nil {
 			r.pulls(c, d.ConversationID)
@@ -325,6 +332,7 @@ func (r *recorder) onAnswer(f *inFrame, at int64) {
 	case m.saved != 0: // the 2101 push overtook the answer
 		r.savedFirst++
 		r.recordLag(m, at)
+		r.offerTarget(m)
 	case a.AckType == ackSaved:
 		r.markSaved(m, at)
 	}
@@ -340,6 +348,9 @@ func (r *recorder) onSaved(clientMsgID string, seq, at int64) {
 	defer r.mu.Unlock()
 	m := r.lookup(clientMsgID)
 	switch {
+	case m == nil && r.acts != nil && strings.HasPrefix(clientMsgID, systemClientMsgIDPrefix):
+		r.acts.noticeSaved++ // an action's notice saved: confirmed to the actor
+		return
 	case m == nil:
 		r.stray++
 		return
@@ -366,6 +377,7 @@ func (r *recorder) markSaved(m *msgRec, at int64) {
 	m.observe(nil, r.hSaved, at-m.sched)
 	if m.acked != 0 {
 		r.recordLag(m, at)
+		r.offerTarget(m)
 	}
 }
 
@@ -380,6 +392,7 @@ func (r *recorder) recordLag(m *msgRec, at int64) {
 func (r *recorder) expire(now, timeout int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.expireActions(now, timeout)
 	for i := r.low; i < len(r.msgs); i++ {
 		m := r.msgs[i]
 		if m.acked != 0 || m.reason != "" {

@@ -69,6 +69,9 @@ type Params struct {
 	GraceS      float64 `json:"grace_s"`
 	Payload     int     `json:"payload_bytes,omitempty"`
 	Loop        string  `json:"loop,omitempty"` // "open" or "closed"
+	// PictureShare, ActionShare: --picture-share, --action-share.
+	PictureShare float64 `json:"picture_share,omitempty"`
+	ActionShare  float64 `json:"action_share,omitempty"`
 }
 
 // Counts are totals over the whole run (warm-up included).
@@ -90,6 +93,8 @@ type Counts struct {
 	// those not found within 5 s of their ACK(saved).
 	SearchProbes int64 `json:"search_probes,omitempty"`
 	SearchMisses int64 `json:"search_misses,omitempty"`
+	// The chat mix (docs/bench/README.md, "Pictures and actions").
+	MixCounts
 }
 
 // Throughput is events per second inside the measurement window.
@@ -111,6 +116,10 @@ type Latencies struct {
 	// Searchable is --search-probe's ACK(saved) → first search that finds
 	// the message (its sender's, inside the conversation).
 	Searchable Percentiles `json:"searchable_after_saved,omitzero"`
+	// ActionAnswer is an action's due time → its answer; ActionNotice its
+	// due time → each member connection's notice (--action-share).
+	ActionAnswer Percentiles `json:"action_answer,omitzero"`
+	ActionNotice Percentiles `json:"action_notice,omitzero"`
 }
 
 // Correctness counters: all zero on a healthy run.
@@ -137,12 +146,15 @@ type Correctness struct {
 	// had already shown: at-least-once by design (docs/protocol.md).
 	ResentDuplicates int64 `json:"resent_duplicates"`
 	Stray            int64 `json:"stray_frames"`
+	// The chat mix's counters (failures but for stray notices).
+	MixCorrectness
 }
 
 // failures is the sum of the counters that must be zero.
 func (c Correctness) failures() int64 {
 	return c.LostUnsaved + c.LostDeliveries + c.Unanswered + c.DuplicatesRaw + c.DuplicatesDeduped +
-		c.SeqConflicts + c.ReordersReceiver + c.ReordersSender + c.SeqGaps + c.Resequenced + c.Unexpected
+		c.SeqConflicts + c.ReordersReceiver + c.ReordersSender + c.SeqGaps + c.Resequenced + c.Unexpected +
+		c.MixCorrectness.failures()
 }
 
 // finish computes the result of a drained run. conns are every connection
@@ -198,6 +210,7 @@ func (r *recorder) finish(conns []*conn) Result {
 		lastSeq[key] = max(lastSeq[key], m.seq)
 		seqs[m.to.conv] = append(seqs[m.to.conv], m.seq)
 	}
+	r.finishMix(&res, seqs)
 	for _, s := range seqs {
 		slices.Sort(s)
 		for i := 1; i < len(s); i++ {
@@ -235,6 +248,9 @@ func (r *recorder) finish(conns []*conn) Result {
 	res.Latency = Latencies{Accepted: r.hAcc.summary(), Saved: r.hSaved.summary(), Lag: r.hLag.summary(),
 		Delivery: r.hDel.summary(), SendDelay: r.hSendDelay.summary(), Recovery: r.hRecover.summary(),
 		Searchable: r.hSearch.summary()}
+	if r.acts != nil {
+		res.Latency.ActionAnswer, res.Latency.ActionNotice = r.acts.hAnswer.summary(), r.acts.hNotice.summary()
+	}
 	c.SearchProbes, c.SearchMisses = r.probes, r.probeMisses
 	res.Curves = map[string][][2]float64{
 		"accepted": r.hAcc.curve(), "saved": r.hSaved.curve(), "accepted_to_saved": r.hLag.curve(), "delivery": r.hDel.curve(),

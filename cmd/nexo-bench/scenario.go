@@ -60,6 +60,9 @@ func newSession(ctx context.Context, o *options, url string, log io.Writer) (*se
 	default:
 		return s, nil // connect builds its own sessions: they are the measurement
 	}
+	if err == nil {
+		err = s.topo.setupMix(ctx)
+	}
 	if err != nil {
 		s.topo.teardown(context.Background())
 		return nil, fmt.Errorf("set up %s at %s: %w", o.Scenario, url, err)
@@ -83,6 +86,9 @@ func (s *session) runMessages(ctx context.Context, label string) (Result, error)
 	rec := newRecorder(s.clk, tag, from, end, o.Await)
 	rec.tl.origin = start // timeline seconds count from when sending starts, as the captions say
 	rec.pulls = func(c *conn, conv string) { go s.notifyPull(ctx, rec, c, conv) }
+	if o.ActionShare > 0 {
+		rec.acts = newActionBook()
+	}
 	var probes sync.WaitGroup
 	if o.SearchProbe > 0 {
 		rec.probeEvery = o.SearchProbe

@@ -19,6 +19,7 @@ type sender struct {
 	to    *target
 	next  int
 	buf   []byte
+	mix   *senderMix // --picture-share, --action-share; nil when both are 0
 }
 
 // load is what drive generates.
@@ -113,7 +114,17 @@ func (s *sender) closedLoop(ctx context.Context, clk *clock, rec *recorder, l lo
 func (s *sender) send(clk *clock, rec *recorder, l load, due int64, slot chan struct{}) {
 	c := s.conns[s.next]
 	s.next = (s.next + 1) % len(s.conns)
+	var pic *picture
+	if s.mix != nil {
+		var acted bool
+		if pic, acted = s.mix.choose(clk, rec, c, s.to, due, slot); acted {
+			return
+		}
+	}
 	cmid := rec.newMsg(c, s.to, due, clk.now(), slot)
+	if pic != nil {
+		rec.setPicture(cmid, pic)
+	}
 	b := s.buf[:0]
 	b = append(b, `{"req_identifier":1003,"msg_incr":"`...)
 	b = append(b, cmid...)
@@ -130,6 +141,22 @@ func (s *sender) send(clk *clock, rec *recorder, l load, due int64, slot chan st
 		b = append(b, `,"recv_id":"`...)
 		b = append(b, s.to.recvID...)
 	}
+	if pic != nil {
+		b = append(b, `","msg_type":102,"content":{"image":{"object_id":"`...)
+		b = append(b, pic.objectID...)
+		b = append(b, `"}}}}`...)
+	} else {
+		b = s.appendText(b, rec, l, cmid)
+	}
+	s.buf = b
+	if err := c.writeRaw(b); err != nil {
+		rec.writeFailed(cmid, err)
+	}
+}
+
+// appendText appends a text message's msg_type and content, and closes
+// the frame.
+func (s *sender) appendText(b []byte, rec *recorder, l load, cmid string) []byte {
 	b = append(b, `","msg_type":101,"content":{"text":`...)
 	if w := rec.probeWord(cmid); w != "" {
 		b = append(b, '"')
@@ -139,11 +166,7 @@ func (s *sender) send(clk *clock, rec *recorder, l load, due int64, slot chan st
 	} else {
 		b = append(b, l.text...)
 	}
-	b = append(b, `}}}`...)
-	s.buf = b
-	if err := c.writeRaw(b); err != nil {
-		rec.writeFailed(cmid, err)
-	}
+	return append(b, `}}}`...)
 }
 
 // writeRaw sends an encoded text frame. Safe for concurrent use.

@@ -39,6 +39,14 @@ func TestSelf(t *testing.T) {
 		{"group, part online", "", func(o *options) {
 			o.Scenario, o.Groups, o.Members, o.OnlineShare, o.Rate = "group", 1, 6, 0.5, 100
 		}},
+		{"single with pictures", "", func(o *options) { o.Pairs, o.Rate, o.PictureShare = 3, 100, 0.2 }},
+		{"single with actions", "", func(o *options) { o.Pairs, o.Rate, o.ActionShare = 3, 100, 0.2 }},
+		{"single closed loop with pictures and actions", "", func(o *options) {
+			o.Pairs, o.Rate, o.Inflight, o.Await, o.PictureShare, o.ActionShare = 2, 0, 2, ackSaved, 0.1, 0.1
+		}},
+		{"group with pictures and actions", "", func(o *options) {
+			o.Scenario, o.Groups, o.Members, o.Rate, o.PictureShare, o.ActionShare = "group", 2, 4, 100, 0.1, 0.1
+		}},
 		{"reconnect", "", func(o *options) {
 			o.Scenario, o.Pairs, o.Rate, o.Duration, o.Offline = "reconnect", 2, 100, 1500*time.Millisecond, 300*time.Millisecond
 		}},
@@ -66,6 +74,7 @@ func TestSelf(t *testing.T) {
 				t.Fatal(err)
 			}
 			assertHealthy(t, &res)
+			assertMix(t, &o, &res)
 			if o.SearchProbe > 0 {
 				c := res.Counts
 				// One message in ten is a probe; the measured ones are in the histogram.
@@ -113,11 +122,82 @@ func assertHealthy(t *testing.T, r *Result) {
 		// Every sender's k-th message is due at a fixed time: the measured
 		// window holds rate × duration of them, give or take one per sender.
 		want := r.Params.Rate * r.Params.DurationS
-		if d := float64(c.Measured) - want; d < -float64(r.Params.Senders) || d > float64(r.Params.Senders) {
+		if d := float64(c.Measured+c.ActionsMeasured) - want; d < -float64(r.Params.Senders) || d > float64(r.Params.Senders) {
 			t.Errorf("measured %d messages, want %.0f ± %d", c.Measured, want, r.Params.Senders)
 		}
 	}
 	if rc := r.Reconnect; rc != nil && (rc.Dropped == 0 || rc.Reconnected != rc.Dropped || rc.Incomplete != 0) {
 		t.Errorf("reconnect %+v", rc)
+	}
+}
+
+// assertMix checks the chat mix was sent and checked: pictures about
+// their share of messages, each shown to its receivers with its object;
+// actions of every kind, each answered and its notice shown once on every
+// member connection.
+func assertMix(t *testing.T, o *options, r *Result) {
+	t.Helper()
+	c, k := r.Counts, r.Correctness
+	if o.PictureShare > 0 {
+		if c.Pictures < int64(float64(c.Messages)*o.PictureShare)-int64(r.Params.Senders) || c.Pictures == 0 {
+			t.Errorf("pictures %d of %d messages, want about %.0f%%", c.Pictures, c.Messages, o.PictureShare*100)
+		}
+		// Every receiver of a picture was shown it with its object.
+		if c.PicturesReceived == 0 || k.PictureMismatches != 0 {
+			t.Errorf("pictures shown with their object %d, mismatched %d", c.PicturesReceived, k.PictureMismatches)
+		}
+	}
+	if o.ActionShare > 0 {
+		if c.Edits == 0 || c.Reactions == 0 || c.Deletes == 0 || c.ActionsAnswered != c.ActionsSent {
+			t.Errorf("actions sent %d (edits %d, reactions %d, deletes %d), answered %d",
+				c.ActionsSent, c.Edits, c.Reactions, c.Deletes, c.ActionsAnswered)
+		}
+		if c.NoticesExpected == 0 || c.NoticesReceived != c.NoticesExpected || k.NoticesMissing != 0 || k.NoticesDuplicate != 0 {
+			t.Errorf("notices %d of %d, missing %d, duplicate %d", c.NoticesReceived, c.NoticesExpected, k.NoticesMissing, k.NoticesDuplicate)
+		}
+		// Every notice's 2101 to its actor is recognised, not a stray frame.
+		if k.Stray != 0 || k.NoticesSavedAcks == 0 {
+			t.Errorf("stray frames %d, notices' saved ACKs %d", k.Stray, k.NoticesSavedAcks)
+		}
+		if r.Latency.ActionAnswer.Count != c.ActionsMeasured || r.Latency.ActionAnswer.Count == 0 {
+			t.Errorf("action answer histogram %d values, want %d", r.Latency.ActionAnswer.Count, c.ActionsMeasured)
+		}
+	}
+}
+
+// TestSelfMixByPull runs the chat mix in groups whose members are
+// notified (2102) and pull instead of being pushed: pictures and action
+// notices read by pull count like pushed ones, exactly once each.
+func TestSelfMixByPull(t *testing.T) {
+	dsn := storetest.MySQLDSN(t)
+	_, _ = storetest.Redis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv, err := startInProcess(ctx, serverOptions{MySQLDSN: dsn, RedisAddr: storetest.RedisAddr(t),
+		Env: []string{"NEXO_GROUP_PUSH_MODE=notify"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Close() })
+	var o options
+	o.register(flag.NewFlagSet("", flag.ContinueOnError))
+	o.URL, o.Quiet, o.Duration, o.Warmup, o.Grace = srv.URL(), true, time.Second, 200*time.Millisecond, 10*time.Second
+	o.Scenario, o.Groups, o.Members, o.Rate, o.PictureShare, o.ActionShare = "group", 2, 4, 100, 0.2, 0.2
+	if err := o.check(); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := newSession(ctx, &o, o.URL, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.close()
+	res, err := sess.runMessages(ctx, "group mix by pull")
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertHealthy(t, &res)
+	assertMix(t, &o, &res)
+	if c := res.Counts; c.DeliveredByPull != c.Delivered {
+		t.Errorf("%d of %d deliveries by pull: the server pushed message bodies", c.DeliveredByPull, c.Delivered)
 	}
 }

@@ -219,6 +219,12 @@ func (s *suite) steps() []suiteStep {
 				o.Pairs, o.Rate, o.Duration = 50, 500, s.scaled(20*time.Second)
 				return s.run(ctx, "open-50x10", &o)
 			}},
+		suiteStep{"mix-50x10", "50 pairs, 500 sends/s, open loop, 10 s: 10 % of the sends actions (edit, reaction, delete), 10 % of the messages pictures",
+			func(ctx context.Context) (SuiteEntry, error) {
+				o := s.base()
+				o.Pairs, o.Rate, o.Duration, o.PictureShare, o.ActionShare = 50, 500, s.scaled(10*time.Second), 0.1, 0.1
+				return s.run(ctx, "mix-50x10", &o)
+			}},
 		suiteStep{"group-10x10", "10 groups × 11 members, all online (10 receivers per message), 500 msg/s",
 			func(ctx context.Context) (SuiteEntry, error) {
 				o := s.base()

@@ -28,6 +28,12 @@ func describe(r *Result) string {
 		fmt.Fprintf(&b, ", closed loop %d in flight per sender (until %s)", p.Inflight, p.Await)
 	}
 	fmt.Fprintf(&b, ", %d senders, %gs measured after %gs warm-up, %d-byte text", p.Senders, p.DurationS, p.WarmupS, p.Payload)
+	if p.PictureShare > 0 {
+		fmt.Fprintf(&b, ", %g%% pictures", p.PictureShare*100)
+	}
+	if p.ActionShare > 0 {
+		fmt.Fprintf(&b, ", %g%% actions", p.ActionShare*100)
+	}
 	return b.String()
 }
 
@@ -78,6 +84,10 @@ func writeMessages(w io.Writer, r *Result) {
 	row("accepted→saved lag", l.Lag)
 	row("delivery (push)", l.Delivery)
 	row("send delay (generator)", l.SendDelay)
+	if l.ActionAnswer.Count > 0 {
+		row("action answer", l.ActionAnswer)
+		row("action notice", l.ActionNotice)
+	}
 	if l.Recovery.Count > 0 {
 		row("recovered after reconnect", l.Recovery)
 	}
@@ -98,6 +108,7 @@ func writeMessages(w io.Writer, r *Result) {
 		fmt.Fprintf(w, "; search probes %d, not found within 5 s %d", c.SearchProbes, c.SearchMisses)
 	}
 	fmt.Fprintln(w)
+	writeMix(w, r)
 	fmt.Fprintf(w, "   correctness: lost unsaved %d, lost deliveries %d, unanswered %d, duplicates raw %d / after dedupe %d, seq conflicts %d,\n",
 		k.LostUnsaved, k.LostDeliveries, k.Unanswered, k.DuplicatesRaw, k.DuplicatesDeduped, k.SeqConflicts)
 	fmt.Fprintf(w, "                reorders receiver %d / sender %d, seq gaps %d, resequenced %d, unavailable %d, unexpected pushes %d; resent duplicates %d (by design)\n",
@@ -134,4 +145,18 @@ func writeErrors(w io.Writer, errs map[string]int64) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, errs[k]))
 	}
 	fmt.Fprintf(w, "   errors by reason: %s\n", strings.Join(parts, ", "))
+}
+
+// writeMix prints the chat mix's counters (--picture-share,
+// --action-share), nothing without them.
+func writeMix(w io.Writer, r *Result) {
+	c, k := r.Counts, r.Correctness
+	if c.Pictures > 0 || k.PictureMismatches > 0 {
+		fmt.Fprintf(w, "   pictures %d: shown with their object %d, mismatched %d\n", c.Pictures, c.PicturesReceived, k.PictureMismatches)
+	}
+	if c.ActionsSent > 0 {
+		fmt.Fprintf(w, "   actions %d (edits %d, reactions %d, deletes %d): answered %d, refused %d, unanswered %d; notices %d of %d expected, missing %d, duplicate %d, stray %d; notices' saved ACKs to the actor %d\n",
+			c.ActionsSent, c.Edits, c.Reactions, c.Deletes, c.ActionsAnswered, c.ActionsRefused, k.ActionsUnanswered,
+			c.NoticesReceived, c.NoticesExpected, k.NoticesMissing, k.NoticesDuplicate, k.NoticesStray, k.NoticesSavedAcks)
+	}
 }

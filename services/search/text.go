@@ -27,7 +27,7 @@ const (
 // Indexed fields: what of a message the search table holds.
 const (
 	FieldText       = "text"        // 101 text, 106 @-text
-	FieldFile       = "file"        // 105 file: its name or reference
+	FieldFile       = "file"        // 105 file: its name (an uploaded object's) or URL
 	FieldSearchText = "search_text" // 110 custom: content.custom.search_text
 )
 
@@ -42,7 +42,7 @@ func DocOf(m *domain.Message) (store.SearchDoc, bool) {
 	case domain.MsgText, domain.MsgAtText:
 		field, body = FieldText, m.Content.Text
 	case domain.MsgFile:
-		field, body = FieldFile, m.Content.File
+		field, body = FieldFile, fileSearchText(m.Content.File)
 	case domain.MsgCustom:
 		field, body = FieldSearchText, customSearchText(m.Content.Custom)
 	}
@@ -51,6 +51,23 @@ func DocOf(m *domain.Message) (store.SearchDoc, bool) {
 	}
 	return store.SearchDoc{ConversationID: m.ConversationID, Seq: m.Seq, SessionType: m.SessionType, SenderID: m.SenderID,
 		RecvID: m.RecvID, GroupID: m.GroupID, MsgType: m.MsgType, SendAt: m.SendAt, Field: field, Body: body}, true
+}
+
+// fileSearchText is what of a 105's content is searched: an uploaded
+// object's name when the content is an object reference (docs/media.md;
+// its object_id, sha256 and type are not words anyone searches for), the
+// content as it is otherwise (a URL or client-defined text).
+func fileSearchText(file string) string {
+	if !strings.HasPrefix(strings.TrimSpace(file), "{") {
+		return file
+	}
+	var ref struct {
+		Name string `json:"name"`
+	}
+	if json.Unmarshal([]byte(file), &ref) != nil {
+		return ""
+	}
+	return ref.Name
 }
 
 // customSearchText is the string "search_text" at the top of a custom

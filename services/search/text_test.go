@@ -43,7 +43,13 @@ func TestDocOf(t *testing.T) {
 	if d, ok := search.DocOf(&file); !ok || d.Field != search.FieldFile {
 		t.Fatalf("file: %+v %v", d, ok)
 	}
+	ref := domain.Message{MsgType: domain.MsgFile, Content: domain.Content{
+		File: `{"object_id":"o1","name":"季度报告 Q3.pdf","content_type":"application/pdf","size":10,"sha256":"ab12"}`}}
+	if d, ok := search.DocOf(&ref); !ok || d.Body != "季度报告 Q3.pdf" {
+		t.Fatalf("object reference: %+v %v, want its name only", d, ok)
+	}
 	for _, m := range []domain.Message{
+		{MsgType: domain.MsgFile, Content: domain.Content{File: `{"object_id":"o2"}`}},
 		{MsgType: domain.MsgPicture, Content: domain.Content{Image: "x.png"}},
 		{MsgType: domain.MsgCustom, Content: domain.Content{Custom: `{"kind":"card"}`}},
 		{MsgType: domain.MsgText, Content: domain.Content{Text: "gone"}, Status: domain.StatusRevoked},

@@ -196,7 +196,6 @@ func TestWebGroupOfThree(t *testing.T) {
 	// Bubbles show the sender's nickname, not the user ID.
 	alice.waitFor("sender nickname", `(() => { const li = `+messageExpr("Hi all")+`; return li && li.querySelector('.sender').textContent === 'Bob'; })()`)
 	bob.waitMessage("Hi all", "read") // Alice has the group open: her read receipt reaches Bob
-
 	// A mention of Carol, who has not opened the group: her entry shows
 	// the unread count and the mention marker; opening it highlights it.
 	bob.send("@carol are you there?")
@@ -237,6 +236,16 @@ func TestWebGroupOfThree(t *testing.T) {
 		p.waitFor("recalled", `[...document.querySelectorAll('#messages li.revoked .text')].some(e => e.textContent.includes('recalled')) &&
 			!document.getElementById('messages').textContent.includes('wrong group, sorry')`)
 	}
+
+	// "Read by" lists who read Bob's first message (GET /msg/read_by
+	// through the SDK): both others have.
+	bob.clickIn("Hi all", `button[data-action="read-by"]`)
+	bob.waitFor("the read-by list", `document.getElementById('readby-dialog').open &&
+		document.querySelector('#readby-list li[data-user="alice"][data-read="true"]') !== null &&
+		document.querySelector('#readby-list li[data-user="carol"][data-read="true"]') !== null &&
+		document.getElementById('readby-summary').textContent === 'Read by 2 of 2'`)
+	bob.run("close the read-by list", chromedp.Click(`#readby-dialog [data-close]`, chromedp.ByQuery))
+	bob.waitFor("the read-by list closed", `!document.getElementById('readby-dialog').open`)
 
 	// Carol leaves: the others see it inline; her composer closes.
 	carol.run("leave", chromedp.Click(`#quit`, chromedp.ByQuery)) // the harness accepts the confirmation

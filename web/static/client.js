@@ -1,12 +1,13 @@
 // The chat client without its view: conversations, sending with delivery
-// states, sync after every (re)connect, gap filling by pull under the
-// contiguous-prefix rule, delivered/read ACKs, receipts, recall and groups.
-// The view subscribes with onChange and reads the state it needs.
+// states, history pages, read marks, receipts, recall and groups. The
+// protocol (frames, resend, gap filling, delivered ACKs) is the SDK's
+// (socket.js); this is the page's model of what it shows. The view
+// subscribes with onChange and reads the state it needs.
 
 import { isAuthLost } from './api.js';
-import { Connection, RequestError } from './socket.js';
-import { Conversation, MAX_FILL, better, isNotification } from './conversation.js';
-import { GROUP, MSG_AT_TEXT, MSG_TEXT, Req, newClientMsgID, singleConversationID } from './ids.js';
+import { Connection } from './socket.js';
+import { Conversation, better, isNotification } from './conversation.js';
+import { GROUP, MSG_AT_TEXT, MSG_FILE, MSG_PICTURE, MSG_TEXT, groupConversationID, newClientMsgID, singleConversationID } from './ids.js';
 import { SyncMethods } from './sync.js';
 import { GroupMethods } from './groups.js';
 
@@ -14,11 +15,7 @@ import { GroupMethods } from './groups.js';
 export const PAGE = 50;
 /** MAX_PAGES_TO_SEQ bounds the pages openAt loads to reach an old message (PAGE each). */
 const MAX_PAGES_TO_SEQ = 40;
-/** PULL_LIMIT is the most seqs one pull returns (the server clamps at 100). */
-const PULL_LIMIT = 100;
-/** PENDING_RETRY_MS: how long after a page stopped at an in-flight seq the fill looks again. */
-const PENDING_RETRY_MS = 1000;
-/** ACK_DELAY coalesces the ACKs of a burst into one frame per conversation. */
+/** ACK_DELAY coalesces the read marks of a burst into one per conversation. */
 const ACK_DELAY = 150;
 
 /** Typing: sent at most every TYPING_EVERY_MS while typing; shown for TYPING_SHOWN_MS after the last. */
@@ -43,16 +40,22 @@ export class Client {
     this.ended = null; // {reason, detail} once the session can no longer continue
     this.unsupported = new Set(); // features the server does not offer (unknown_request / not_found)
     this.ackTimers = new Map();
-    this.filling = new Map();
-    this.fillRetries = new Map(); // conversation_id → timer of a fill retried after a "not yet" page
+    this.urls = new Map(); // object_id:variant → {url, expires_at}
+    this.urlLoads = new Set();
     this.changeQueued = false;
     this.conn = new Connection(() => this.api.session.token, () => this.me, {
       open: () => this.onOpen(),
-      push: (f) => this.onPush(f),
+      ready: () => this.adoptPending(),
       message: (m) => this.onMessage(m),
+      receipt: (e) => this.onReceipt(e),
+      typing: (e) => this.onTyping(e),
+      action: (name, e) => this.onAction(name, e),
+      serverError: (err) => this.notice(`Server: ${err.reason}${err.detail ? ` — ${err.detail}` : ''}`, 'error'),
       state: (s, info) => { this.status = { state: s, ...info }; this.changed(); },
       gate: (reason, detail) => this.onGate(reason, detail),
     });
+    /** The SDK's client (docs/sdk.md): history, markRead, typing, recall, send. */
+    this.sdk = this.conn.sdk;
     this.onVisible = () => { if (document.visibilityState === 'visible' && this.current) this.scheduleAck(this.current); };
   }
 
@@ -67,7 +70,6 @@ export class Client {
     document.removeEventListener('visibilitychange', this.onVisible);
     this.conn.stop();
     for (const t of this.ackTimers.values()) clearTimeout(t);
-    for (const t of this.fillRetries.values()) clearTimeout(t);
   }
 
   /** tokenRefreshed reconnects with the new token (the old one's sockets are closed by the server). */
@@ -176,13 +178,13 @@ export class Client {
     return u && u.nickname ? u.nickname : id;
   }
 
-  /** onTyping applies a 2103 push: user is (not) typing in a conversation. */
+  /** onTyping applies the SDK's typing event {conversationId, userId, typing}. */
   onTyping(d) {
-    if (!d.conversation_id || !d.user_id || d.user_id === this.me) return;
-    let m = this.typists.get(d.conversation_id);
-    if (!m) this.typists.set(d.conversation_id, (m = new Map()));
-    if (d.typing) m.set(d.user_id, Date.now() + TYPING_SHOWN_MS);
-    else m.delete(d.user_id);
+    if (!d.conversationId || !d.userId || d.userId === this.me) return;
+    let m = this.typists.get(d.conversationId);
+    if (!m) this.typists.set(d.conversationId, (m = new Map()));
+    if (d.typing) m.set(d.userId, Date.now() + TYPING_SHOWN_MS);
+    else m.delete(d.userId);
     this.changed();
     if (d.typing) setTimeout(() => this.changed(), TYPING_SHOWN_MS + 50);
   }
@@ -201,7 +203,7 @@ export class Client {
     const now = Date.now();
     if (!c || c.left || c.dismissed || now - this.typingSentAt < TYPING_EVERY_MS) return;
     this.typingSentAt = now;
-    this.conn.request(Req.TYPING, { conversation_id: c.id, typing: true }).catch(() => {});
+    this.sdk.typing(c.id, true).catch(() => {});
   }
 
   async ensureUser(id) {
@@ -243,8 +245,8 @@ export class Client {
     }
     this.changed();
     // Newer messages come from the SDK's stream; the first open loads the
-    // newest page (and the history down to the delivered cursor).
-    if (!c.anchored) await this.firstLoad(c);
+    // history page right below where that stream starts.
+    if (!c.historyLoaded) await this.firstLoad(c);
     if (c.visible().length < 20 && !c.allEarlier) await this.loadEarlier(c);
     if (c.isGroup) this.loadMembers(c.groupID);
     this.scheduleAck(c);
@@ -272,117 +274,33 @@ export class Client {
     return this.api.post('/msg/search', q);
   }
 
-  /** firstLoad anchors the contiguous run of a conversation opened for the first time. */
-  async firstLoad(c) {
-    const res = await this.pull(c, { limit: PAGE });
-    if (c.anchored) return; // a push or sync anchored it meanwhile
-    const msgs = res.messages || [];
-    const base = Math.max(c.deliveredSeq, c.readSeq);
-    if (msgs.length === 0) {
-      c.anchor(res.max_seq || 0);
-      c.allEarlier = true;
-      return;
-    }
-    const first = msgs[0].seq;
-    // Start the run at our delivered cursor when the page is close to it,
-    // so the messages in between are filled and ACKed in order; otherwise
-    // at the page (older ones come with "load earlier").
-    if (base > 0 && base < first && first - base <= MAX_FILL) c.anchor(base);
-    else c.anchor(first - 1);
-    this.take(c, msgs, false);
-    if (first <= Math.max(res.min_seq || 1, 1)) c.allEarlier = true;
-    if (c.gap()) await this.fill(c, first - 1);
-  }
-
-  /** loadEarlier pulls the page below the lowest held seq. */
-  async loadEarlier(c) {
-    if (!c.anchored || c.allEarlier) return;
-    const end = c.lo - 1;
-    if (end < Math.max(c.minSeq, 1)) {
-      c.allEarlier = true;
-      this.changed();
-      return;
-    }
-    const res = await this.pull(c, { end_seq: end, limit: PAGE });
-    const msgs = res.messages || [];
-    this.take(c, msgs, false);
-    // A page stops at a seq that is accepted but not saved yet
-    // (pending_seqs): there is more below it, "not yet" readable.
-    const notYet = (res.pending_seqs || []).length > 0;
-    if (!notYet && (msgs.length === 0 || msgs[0].seq <= Math.max(res.min_seq || 1, 1))) c.allEarlier = true;
-    this.changed();
-  }
-
-  /** pull asks for a window of c's messages by WS 1005 (HTTP when offline). */
-  async pull(c, q) {
-    const data = { conversation_id: c.id, ...q };
-    let res;
-    if (this.conn.isOpen) {
-      res = await this.conn.request(Req.PULL_RANGE, data);
-    } else {
-      const p = new URLSearchParams({ conversation_id: c.id });
-      for (const [k, v] of Object.entries(q)) p.set(k, String(v));
-      res = await this.api.get(`/msg/pull?${p}`);
-    }
-    if (res.max_seq) c.maxSeq = Math.max(c.maxSeq, res.max_seq);
-    if (res.min_seq) c.minSeq = res.min_seq;
-    return res;
-  }
-
   /**
-   * fill pulls the missing seqs above c.hi up to target (or the highest
-   * held seq), page by page; one fill per conversation runs at a time and
-   * a request made meanwhile extends it.
+   * firstLoad loads the history page that ends where the SDK's message
+   * stream starts (sdk.history): with the stream it is one contiguous run.
    */
-  fill(c, target = 0) {
-    const f = this.filling.get(c.id);
-    if (f) {
-      f.target = Math.max(f.target, target);
-      return f.done;
-    }
-    const job = { target };
-    job.done = (async () => {
-      try {
-        for (let round = 0; round < 50; round++) {
-          const want = Math.max(job.target, c.highestHeld() - 1, c.gap() ? c.gap()[1] : 0);
-          if (!c.anchored || c.hi >= want) break;
-          if (want - c.hi > MAX_FILL) {
-            // Too far behind to fill in order: keep the newest part.
-            for (const s of [...c.msgs.keys()]) if (s <= want - MAX_FILL) c.msgs.delete(s);
-            c.anchor(want - MAX_FILL);
-            c.allEarlier = false;
-          }
-          const before = c.hi;
-          const res = await this.pull(c, { begin_seq: c.hi + 1, limit: PULL_LIMIT });
-          this.take(c, res.messages || [], true);
-          if (c.hi === before) {
-            // Nothing saved there yet: the page stopped at a seq still in
-            // flight (pending_seqs, "not yet"; a placeholder would be
-            // "never"). Its push or the next sync brings it; look again
-            // in a second in case both were missed.
-            if ((res.pending_seqs || []).length) this.retryFill(c);
-            break;
-          }
-        }
-      } catch (err) {
-        if (!(err instanceof RequestError && err.reason === 'disconnected')) this.notice(`Could not load messages: ${err.message}`, 'error');
-      } finally {
-        this.filling.delete(c.id);
-        this.scheduleAck(c);
-        this.changed();
-      }
-    })();
-    this.filling.set(c.id, job);
-    return job.done;
+  async firstLoad(c) {
+    const page = await this.sdk.history(c.id, { limit: PAGE });
+    if (c.historyLoaded) return;
+    c.historyLoaded = true;
+    if (!c.anchored) c.anchor(page.end);
+    this.takePage(c, page);
   }
 
-  /** retryFill fills c again after PENDING_RETRY_MS, once at a time. */
-  retryFill(c) {
-    if (this.fillRetries.has(c.id)) return;
-    this.fillRetries.set(c.id, setTimeout(() => {
-      this.fillRetries.delete(c.id);
-      if (c.gap() || c.maxSeq > c.hi) this.fill(c, c.maxSeq);
-    }, PENDING_RETRY_MS));
+  /** loadEarlier loads the history page below the lowest held seq. */
+  async loadEarlier(c) {
+    if (!c.historyLoaded) return this.firstLoad(c);
+    if (!c.anchored || c.allEarlier) return undefined;
+    this.takePage(c, await this.sdk.history(c.id, { before: c.lo, limit: PAGE }));
+    this.changed();
+    return undefined;
+  }
+
+  /** takePage holds a history page. */
+  takePage(c, page) {
+    if (page.maxSeq) c.maxSeq = Math.max(c.maxSeq, page.maxSeq);
+    if (page.minSeq) c.minSeq = page.minSeq;
+    this.take(c, page.messages, false);
+    if (!page.hasMore) c.allEarlier = true;
   }
 
   /** take holds pulled or pushed messages; live marks them as new arrivals (unread, mentions). */
@@ -421,9 +339,9 @@ export class Client {
   }
 
   /**
-   * sendAcks ACKs c's contiguous prefix: delivered up to hi, read up to hi
-   * when the user is looking. Every held seq was issued, so the server
-   * takes it (bad_seq is only for seqs above the highest issued).
+   * sendAcks marks c read up to its contiguous run's top when the user is
+   * looking (sdk.markRead). Delivered ACKs are the SDK's: it ACKs the
+   * prefix of its stream, which is this run's top.
    */
   async sendAcks(c) {
     const reading = this.reading(c);
@@ -432,26 +350,16 @@ export class Client {
       c.mentions = 0;
       this.changed();
     }
-    if (!c.anchored || !this.conn.isOpen || this.unsupported.has('ack')) return;
+    if (!c.anchored) return;
     const upto = c.hi;
-    if (reading && upto > c.readSeq) {
-      const prev = c.readSeq;
-      c.readSeq = upto;
-      c.deliveredSeq = Math.max(c.deliveredSeq, upto);
-      await this.ack(c, 'read', upto, () => { c.readSeq = prev; });
-    } else if (upto > c.deliveredSeq) {
-      const prev = c.deliveredSeq;
-      c.deliveredSeq = upto;
-      await this.ack(c, 'delivered', upto, () => { c.deliveredSeq = prev; });
-    }
-  }
-
-  async ack(c, kind, seq, undo) {
+    c.deliveredSeq = Math.max(c.deliveredSeq, upto);
+    if (!reading || upto <= c.readSeq || !this.conn.isOpen) return;
+    const prev = c.readSeq;
+    c.readSeq = upto;
     try {
-      await this.conn.request(Req.ACK, { ack_type: kind, conversation_id: c.id, seq });
+      await this.sdk.markRead(c.id, upto);
     } catch (err) {
-      if (err.reason === 'unknown_request') this.unsupported.add('ack');
-      else if (err.reason !== 'bad_seq') undo(); // bad_seq (e.g. a group we left): nothing to retry
+      if (err.reason !== 'bad_seq') c.readSeq = prev; // bad_seq (e.g. a group we left): nothing to retry
     }
   }
 
@@ -461,13 +369,14 @@ export class Client {
    * send queues a text message in c (an @text when it mentions members:
    * "@user_id" tokens of current members, or "@all") and transmits it.
    */
-  send(c, text) {
+  send(c, text, quote = null) {
     const at = c.isGroup ? this.mentionsIn(c, text) : [];
     const m = {
       client_msg_id: newClientMsgID(), conversation_id: c.id, sender_id: this.me, session_type: c.type,
       msg_type: at.length ? MSG_AT_TEXT : MSG_TEXT, content: { text }, at_user_ids: at, status: 'normal',
       state: 'sending', createdAt: Date.now(), local: true,
     };
+    if (quote) m.quote = quote;
     if (c.isGroup) m.group_id = c.groupID;
     else m.recv_id = c.peerID;
     c.pending.set(m.client_msg_id, m);
@@ -475,6 +384,90 @@ export class Client {
     this.changed();
     this.transmit(c, m);
     return m;
+  }
+
+  /**
+   * sendFile uploads file (sdk.upload, with progress on m.upload) and sends
+   * it by reference: a picture (102) for images, else a file (105). The
+   * message shows as sending with a progress bar meanwhile.
+   */
+  async sendFile(c, file) {
+    const image = /^image\/(png|jpeg|gif|webp)$/.test(file.type);
+    const m = {
+      client_msg_id: newClientMsgID(), conversation_id: c.id, sender_id: this.me, session_type: c.type,
+      msg_type: image ? MSG_PICTURE : MSG_FILE, content: {}, status: 'normal', state: 'sending', createdAt: Date.now(), local: true,
+      upload: { sent: 0, total: file.size, name: file.name || 'file' },
+    };
+    if (c.isGroup) m.group_id = c.groupID;
+    else m.recv_id = c.peerID;
+    c.pending.set(m.client_msg_id, m);
+    c.noteLatest(m);
+    return this.uploadAndSend(c, m, file, image);
+  }
+
+  /** uploadAndSend uploads file for m (again after a failed upload) and sends it. */
+  async uploadAndSend(c, m, file, image) {
+    m.file = file;
+    m.uploadFailed = false;
+    m.state = 'sending';
+    m.failReason = '';
+    m.upload = { sent: 0, total: file.size, name: file.name || 'file' };
+    this.changed();
+    let obj;
+    try {
+      obj = await this.sdk.upload(file, {
+        name: file.name || (image ? 'pasted-image' : 'file'),
+        onProgress: (sent, total) => { m.upload = { ...m.upload, sent, total }; this.changed(); },
+      });
+    } catch (err) {
+      m.upload = null;
+      m.state = 'failed';
+      m.failReason = err.reason || 'upload_failed';
+      m.failDetail = err.detail || '';
+      m.uploadFailed = true;
+      this.changed();
+      return m;
+    }
+    m.upload = null;
+    m.file = null;
+    // A reference holds only object_id (docs/media.md); the metadata the
+    // upload answered is what this page shows until the saved copy comes.
+    const field = image ? 'image' : 'file';
+    m.sendContent = { [field]: { object_id: obj.object_id } };
+    m.content = { [field]: { ...obj } };
+    this.transmit(c, m);
+    return m;
+  }
+
+  /**
+   * objectURL resolves a signed URL of an object's variant, kept until a
+   * minute before it expires (GET /object/url through the SDK).
+   */
+  async objectURL(objectID, variant) {
+    const key = `${objectID}:${variant}`;
+    const hit = this.urls.get(key);
+    if (hit && hit.expires_at - 60000 > Date.now()) return hit.url;
+    const got = await this.sdk.objectUrl(objectID, variant);
+    this.urls.set(key, got);
+    return got.url;
+  }
+
+  /** urlFor is objectURL for rendering: the URL when known, else '' and a fetch that redraws. */
+  urlFor(objectID, variant) {
+    const key = `${objectID}:${variant}`;
+    const hit = this.urls.get(key);
+    if (hit && hit.expires_at - 60000 > Date.now()) return hit.url;
+    if (!this.urlLoads.has(key)) {
+      this.urlLoads.add(key);
+      // Right after the send the receivers may get object_access_denied
+      // for a moment (docs/media.md): try again a few times.
+      const attempt = (n) => this.objectURL(objectID, variant).then(() => { this.urlLoads.delete(key); this.changed(); }, (err) => {
+        if (n < 5 && err.reason === 'object_access_denied') setTimeout(() => attempt(n + 1), 300 * (n + 1));
+        else this.urlLoads.delete(key);
+      });
+      attempt(0);
+    }
+    return '';
   }
 
   mentionsIn(c, text) {
@@ -495,11 +488,16 @@ export class Client {
     m.state = 'sending';
     m.failReason = '';
     this.changed();
-    const p = { msgType: m.msg_type, content: m.content, clientMsgId: m.client_msg_id };
+    const p = { msgType: m.msg_type, content: m.sendContent || m.content, clientMsgId: m.client_msg_id };
     if (m.session_type === GROUP) p.groupId = m.group_id;
     else p.recvId = m.recv_id;
     if (m.at_user_ids && m.at_user_ids.length) p.atUserIds = m.at_user_ids;
-    const out = this.conn.send(p);
+    if (m.quote) p.quote = { seq: m.quote.seq };
+    this.track(c, m, this.conn.send(p));
+  }
+
+  /** track follows the SDK's OutgoingMessage out of own message m in c. */
+  track(c, m, out) {
     out.accepted.then((r) => {
       this.accepted(c, m, { seq: r.seq, server_msg_id: r.serverMsgId, send_at: out.sendAt, ack_type: out.state === 'saved' ? 'saved' : 'accepted' });
     }, () => {});
@@ -508,17 +506,47 @@ export class Client {
       m.state = better(m.state, 'saved');
       this.changed();
     }, (err) => {
-      // save_failed arrives as a 3001 push too (onSaveFailed).
-      if (m.state === 'failed' || err.reason === 'save_failed') return;
+      if (m.state === 'failed') return;
+      // save_failed: the seq it was given reads as unavailable now.
+      if (err.reason === 'save_failed') c.unplace(m);
       m.state = 'failed';
       m.failReason = err.reason;
-      m.failDetail = err.detail;
+      m.failDetail = err.reason === 'save_failed' ? 'the server could not store the message' : err.detail;
       this.changed();
     });
   }
 
+  /**
+   * adoptPending shows the own messages the SDK's outbox brought back from
+   * a previous page (a reload): the SDK resends them; the page shows their
+   * states like any own message.
+   */
+  adoptPending() {
+    for (const out of this.sdk.pendingMessages()) {
+      const b = out.body;
+      const id = out.conversationId || (b.group_id ? groupConversationID(b.group_id) : singleConversationID(this.me, b.recv_id));
+      const c = this.conv(id);
+      if (c.own(out.clientMsgId)) continue;
+      const m = {
+        client_msg_id: out.clientMsgId, conversation_id: id, sender_id: this.me, session_type: b.session_type,
+        msg_type: b.msg_type, content: b.content, at_user_ids: b.at_user_ids || [], status: 'normal',
+        state: 'sending', createdAt: out.createdAt, local: true,
+      };
+      if (b.group_id) m.group_id = b.group_id;
+      else m.recv_id = b.recv_id;
+      c.pending.set(m.client_msg_id, m);
+      c.noteLatest(m);
+      this.track(c, m, out);
+    }
+    this.changed();
+  }
+
   /** retry re-sends a failed message with its client_msg_id. */
   retry(c, m) {
+    if (m.state === 'failed' && m.uploadFailed) {
+      this.uploadAndSend(c, m, m.file, m.msg_type === MSG_PICTURE);
+      return;
+    }
     if (m.state === 'failed') this.transmit(c, m);
   }
 
@@ -538,7 +566,7 @@ export class Client {
   /** recall asks the server to revoke own message m (or any, for group owners and admins). */
   async recall(c, m) {
     try {
-      await this.conn.request(Req.REVOKE, { conversation_id: c.id, seq: m.seq });
+      await this.sdk.recall(c.id, m.seq);
       this.markRevoked(c, m.seq, this.me);
     } catch (err) {
       const why = { revoke_timeout: 'it is too late to recall this message', revoke_not_allowed: 'you may not recall this message' }[err.reason];
@@ -554,6 +582,80 @@ export class Client {
       delete m.content;
       this.changed();
     }
+  }
+
+  // ----- message actions (docs/actions.md) ---------------------------------
+
+  /** editMessage replaces own text message m's text (sdk.edit); the edit event confirms it everywhere. */
+  async editMessage(c, m, text) {
+    const res = await this.sdk.edit(c.id, m.seq, { text });
+    const v = res.edit_version || (m.edit_version || 0) + 1;
+    if (v > (m.edit_version || 0)) {
+      m.content = { ...(m.content || {}), text };
+      m.edit_version = v;
+      m.edited_at = res.edited_at || Date.now();
+    }
+    this.changed();
+  }
+
+  /** toggleReaction adds emoji to m, or takes it back when the user has it on m already. */
+  async toggleReaction(c, m, emoji) {
+    const mine = (m.reactions || []).some((r) => r.emoji === emoji && r.me);
+    await this.sdk.react(c.id, m.seq, emoji, mine ? 'remove' : 'add');
+  }
+
+  /** deleteMessage deletes m for the user's devices ('self') or for everyone. */
+  async deleteMessage(c, m, scope) {
+    await this.sdk.deleteMessages(c.id, [m.seq], scope);
+    this.applyDelete(c, [m.seq], scope);
+  }
+
+  /** readBy lists who read m: {read_user_ids, unread_user_ids, read_count, member_count}. */
+  readBy(c, m) {
+    return this.sdk.readBy(c.id, m.seq);
+  }
+
+  applyDelete(c, seqs, scope) {
+    for (const seq of seqs) {
+      const m = c.msgs.get(seq);
+      if (!m) continue;
+      if (scope === 'self') m.hidden = true;
+      else {
+        m.status = 'deleted';
+        delete m.content;
+        delete m.reactions;
+        delete m.quote;
+      }
+    }
+    this.changed();
+  }
+
+  /** onAction applies the SDK's edit, reaction, delete and readCounts events to the held messages. */
+  onAction(name, e) {
+    const c = this.conv(e.conversationId);
+    if (name === 'readCounts') {
+      for (const x of e.counts) {
+        const m = c.msgs.get(x.seq);
+        if (m) m.readCount = Math.max(m.readCount || 0, x.read_count || 0);
+      }
+    } else if (name === 'delete') {
+      this.applyDelete(c, e.seqs, e.scope);
+    } else {
+      const m = c.msgs.get(e.seq);
+      if (!m || m.status !== 'normal') return;
+      if (name === 'edit' && e.editVersion > (m.edit_version || 0)) {
+        m.content = { ...(m.content || {}), ...e.content };
+        m.edit_version = e.editVersion;
+        m.edited_at = e.editedAt;
+      } else if (name === 'reaction') {
+        const list = (m.reactions || []).filter((r) => r.emoji !== e.emoji);
+        const old = (m.reactions || []).find((r) => r.emoji === e.emoji);
+        const me = e.userId === this.me ? e.op === 'add' : !!(old && old.me);
+        if (e.count > 0) list.push({ emoji: e.emoji, count: e.count, me });
+        m.reactions = list;
+      }
+    }
+    this.changed();
   }
 
   async setPinned(c, pinned) {

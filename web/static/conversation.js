@@ -5,12 +5,6 @@
 
 import { GROUP, MSG_NOTIFICATION_MIN, MSG_REVOKE_NOTIFICATION, parseConversationID, SINGLE } from './ids.js';
 
-/**
- * MAX_FILL bounds how many seqs the client pulls to keep its run
- * contiguous; a larger hole re-anchors the run at its top (docs/web.md).
- */
-export const MAX_FILL = 500;
-
 /** Delivery states of an own message, in the order they are reached. */
 export const STATES = ['failed', 'sending', 'accepted', 'saved', 'delivered', 'read'];
 const RANK = Object.fromEntries(STATES.map((s, i) => [s, i]));
@@ -203,7 +197,9 @@ export class Conversation {
   /** visible returns the messages to show, ascending: held seqs, then own messages without one. */
   visible() {
     // A recall's announcement changes the recalled message; it is not shown itself.
-    const held = [...this.msgs.values()].filter((m) => m.status !== 'unavailable' && m.msg_type !== MSG_REVOKE_NOTIFICATION);
+    // Action notices (1601–1604) change the messages they name; a message
+    // deleted for oneself is hidden.
+    const held = [...this.msgs.values()].filter((m) => m.status !== 'unavailable' && !m.hidden && !isActionNotice(m));
     held.sort((a, b) => a.seq - b.seq);
     const pending = [...this.pending.values()].sort((a, b) => a.createdAt - b.createdAt);
     return held.concat(pending);
@@ -228,6 +224,11 @@ export class Conversation {
     const at = m.at_user_ids || [];
     return m.sender_id !== this.me && (at.includes(this.me) || at.includes('all'));
   }
+}
+
+/** isActionNotice reports whether m announces a recall, edit, reaction or delete (1600–1604): not shown itself. */
+export function isActionNotice(m) {
+  return (m.msg_type || 0) >= MSG_REVOKE_NOTIFICATION && (m.msg_type || 0) <= MSG_REVOKE_NOTIFICATION + 4;
 }
 
 /** isNotification reports whether m is a server notification (msg_type 1500+). */

@@ -1,28 +1,5 @@
-// Identifiers and wire constants shared by the client's modules. The rules
-// mirror domain/ids.go and gateway/wire/protocol.go; docs/protocol.md is
-// the contract.
-
-/** Request identifiers (client → server). */
-export const Req = Object.freeze({
-  NEWEST_SEQ: 1001,
-  PULL_BY_SEQS: 1002,
-  SEND: 1003,
-  PULL_RANGE: 1005,
-  MAX_READ_SEQ: 1006,
-  ACK: 1101,
-  REVOKE: 1102,
-  TYPING: 1103,
-});
-
-/** Push identifiers (server → client). */
-export const Push = Object.freeze({
-  MSG: 2001,
-  KICK: 2002,
-  ACK: 2101,
-  GROUP_NOTIFY: 2102,
-  TYPING: 2103,
-  ERROR: 3001,
-});
+// Identifiers and constants shared by the client's modules. The rules
+// mirror domain/ids.go; the wire protocol is the SDK's (sdk/js).
 
 /** Session types (OpenIM's numbers). */
 export const SINGLE = 1;
@@ -31,6 +8,8 @@ export const GROUP = 3;
 /** Message types the client sends. */
 export const MSG_TEXT = 101;
 export const MSG_AT_TEXT = 106;
+export const MSG_PICTURE = 102;
+export const MSG_FILE = 105;
 /** msg_type 1500 and above are the server's notifications. */
 export const MSG_NOTIFICATION_MIN = 1500;
 /** A recall's announcement (content.custom names the recalled seq). */
@@ -38,9 +17,6 @@ export const MSG_REVOKE_NOTIFICATION = 1600;
 
 /** The web platform (OpenIM's platform 5). */
 export const PLATFORM_WEB = 5;
-
-/** Gate reasons: the server closes the connection after one of these. */
-export const GATE_REASONS = new Set(['unauthorized', 'token_expired', 'session_invalid', 'kicked', 'too_many_requests']);
 
 const ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 

@@ -74,6 +74,9 @@ export function notificationText(m, client) {
     case 1512: return `${who} banned ${about}`;
     case 1513: return `${who} lifted the ban of ${about}`;
     case 1600: return `${who} recalled a message`;
+    case 1601: return `${who} edited a message`;
+    case 1602: return `${who} reacted ${n.emoji || ''}`.trim();
+    case 1603: case 1604: return `${who} deleted a message`;
     default: return `Notification (${m.msg_type})`;
   }
 }
@@ -82,10 +85,72 @@ export function notificationText(m, client) {
 export function preview(m, client) {
   if (!m) return '';
   if (m.status === 'revoked') return 'Message recalled';
+  if (m.status === 'deleted') return 'Message deleted';
   if (isNotification(m)) return notificationText(m, client);
-  const text = (m.content && m.content.text) || (m.content && (m.content.image || m.content.file) ? '[attachment]' : '');
+  const text = (m.content && m.content.text) || (isMedia(m) ? (m.msg_type === 102 ? '[picture]' : '[file]') : (m.upload ? '[uploading]' : ''));
   const who = m.sender_id === client.me ? 'You: ' : (m.session_type === 3 || m.group_id ? `${client.nameOf(m.sender_id)}: ` : '');
   return who + text;
+}
+
+/** MEDIA_FIELDS: the content field of each media message type (docs/media.md). */
+const MEDIA_FIELDS = { 102: 'image', 103: 'audio', 104: 'video', 105: 'file' };
+
+/** mediaRef is the object reference (or URL string) a media message carries, or null. */
+function mediaRef(m) {
+  const field = MEDIA_FIELDS[m.msg_type];
+  return field && m.content ? m.content[field] || null : null;
+}
+
+function isMedia(m) {
+  return mediaRef(m) !== null;
+}
+
+/** mediaSig: what a media message's look depends on (the signed URLs as they arrive). */
+function mediaSig(m, client) {
+  const ref = mediaRef(m);
+  if (!ref || typeof ref !== 'object' || !ref.object_id) return '';
+  return [client.urlFor(ref.object_id, 'original'), m.msg_type === 102 && ref.has_thumbnail ? client.urlFor(ref.object_id, 'thumbnail') : ''].join(' ');
+}
+
+export function sizeText(n) {
+  if (!(n >= 0)) return '';
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${(n / 1024 / 1024).toFixed(1)} MB`;
+}
+
+/**
+ * renderMedia shows a media message: while uploading, its name and a
+ * progress bar; a picture as a thumbnail that opens the original; any
+ * other object as a download link with its name and size.
+ */
+function renderMedia(m, client) {
+  if (m.upload) {
+    const pct = m.upload.total ? Math.round((100 * m.upload.sent) / m.upload.total) : 0;
+    return el('div', { class: 'media uploading' },
+      el('p', { class: 'text', text: m.upload.name }),
+      el('progress', { class: 'upload-progress', max: 100, value: pct, 'aria-label': `Uploading ${m.upload.name}` }),
+      el('span', { class: 'upload-pct', text: ` ${pct}%` }));
+  }
+  const ref = mediaRef(m);
+  if (typeof ref === 'string') return el('p', { class: 'text' }, el('a', { href: ref, rel: 'noopener noreferrer', target: '_blank', text: ref }));
+  const name = ref.name || 'file';
+  if (!ref.object_id) return el('p', { class: 'text', text: name });
+  const original = client.urlFor(ref.object_id, 'original');
+  if (m.msg_type === 102) {
+    const thumb = ref.has_thumbnail ? client.urlFor(ref.object_id, 'thumbnail') : original;
+    const img = el('img', { class: 'thumb', alt: name, 'data-object-id': ref.object_id });
+    if (thumb) img.src = thumb;
+    if (ref.width && ref.height) {
+      const scale = Math.min(1, 240 / Math.max(ref.width, ref.height));
+      img.width = Math.round(ref.width * scale);
+      img.height = Math.round(ref.height * scale);
+    }
+    return el('a', { class: 'media image', href: original || undefined, target: '_blank', rel: 'noopener', title: `Open ${name}` }, img);
+  }
+  return el('p', { class: 'text media file' },
+    el('a', { class: 'download', href: original || undefined, download: name, rel: 'noopener', 'data-object-id': ref.object_id, text: name }),
+    el('span', { class: 'file-size', text: ` (${sizeText(ref.size)})` }));
 }
 
 /** textWithMentions renders text with every "@id" of a mentioned user highlighted. */
@@ -122,8 +187,13 @@ export function renderMessage(li, m, c, client, now) {
      (!own && role >= 60));
   const sender = own ? 'You' : client.nameOf(m.sender_id);
   const revoker = m.revokedBy ? client.nameOf(m.revokedBy) : '';
+  const live = m.seq > 0 && m.status === 'normal' && !isNotification(m) && !c.left && !c.dismissed;
+  const canEdit = live && own && (m.msg_type === 101 || m.msg_type === 106) && state !== 'sending' && state !== 'failed';
+  const canDeleteAll = live && (own || role >= 60);
+  const readCount = Math.max(readers, m.readCount || 0);
   const sig = [m.seq, m.status, m.revokedBy, state, readers, m.failReason, canRecall, m.content && m.content.text, sender, revoker,
-    isNotification(m) ? notificationText(m, client) : ''].join('|');
+    isNotification(m) ? notificationText(m, client) : '', m.edit_version, JSON.stringify(m.reactions || []), JSON.stringify(m.quote || null),
+    m.editing, m.menuOpen, readCount, live, JSON.stringify(m.upload || null), mediaSig(m, client)].join('|');
   if (li.dataset.sig === sig) return false;
   li.dataset.sig = sig;
   li.replaceChildren();
@@ -148,16 +218,42 @@ export function renderMessage(li, m, c, client, now) {
     el('time', { dateTime: m.send_at ? new Date(m.send_at).toISOString() : '', text: timeOf(m.send_at || m.createdAt) }));
   if (mentioned) meta.append(' ', el('span', { class: 'tag', text: '@ you' }));
   bubble.append(meta);
+  if (m.quote && m.status === 'normal') {
+    const q = m.quote;
+    const gone = q.status === 'unavailable' || q.status === 'deleted';
+    bubble.append(el('blockquote', { class: 'quote', 'data-quote-seq': q.seq },
+      gone ? el('span', { class: 'quote-text', text: 'Message unavailable' })
+        : el('span', { class: 'quote-text' }, el('b', { class: 'quote-sender', text: `${client.nameOf(q.sender_id)}: ` }), q.preview || '')));
+  }
   if (m.status === 'revoked') {
     const by = m.revokedBy && m.revokedBy !== m.sender_id ? ` by ${revoker}` : '';
     bubble.append(el('p', { class: 'text recalled', text: `${own && !by ? 'You recalled this message' : 'This message was recalled'}${by}` }));
+  } else if (m.status === 'deleted') {
+    bubble.append(el('p', { class: 'text recalled', text: 'This message was deleted' }));
+  } else if (m.editing) {
+    const area = el('textarea', { class: 'edit-input', rows: 2, 'aria-label': 'Edit the message', value: (m.content && m.content.text) || '' });
+    area.value = (m.content && m.content.text) || '';
+    bubble.append(el('div', { class: 'edit-form' }, area,
+      el('button', { type: 'button', class: 'link', 'data-action': 'save-edit', text: 'Save' }), ' ',
+      el('button', { type: 'button', class: 'link', 'data-action': 'cancel-edit', text: 'Cancel' })));
+  } else if (m.upload || isMedia(m)) {
+    bubble.append(renderMedia(m, client));
   } else {
     bubble.append(textWithMentions((m.content && m.content.text) || '', m.at_user_ids, client.me));
+    if (m.edit_version > 0) bubble.append(el('span', { class: 'edited', title: m.edited_at ? `Edited ${timeOf(m.edited_at)}` : 'Edited', text: '(edited)' }));
+  }
+  if (m.status === 'normal' && (m.reactions || []).length) {
+    const chips = el('p', { class: 'reactions' });
+    for (const r of m.reactions) {
+      chips.append(el('button', { type: 'button', class: `chip${r.me ? ' mine' : ''}`, 'data-action': 'react', 'data-emoji': r.emoji,
+        'aria-pressed': r.me ? 'true' : 'false', title: r.me ? 'Take back your reaction' : 'React too', text: `${r.emoji} ${r.count}` }), ' ');
+    }
+    bubble.append(chips);
   }
   const foot = el('p', { class: 'foot' });
   if (own && m.status !== 'revoked') {
     const [tick, label] = STATE_LABELS[state] || STATE_LABELS.saved;
-    const text = state === 'read' && c.isGroup ? `Read by ${readers}` : label;
+    const text = state === 'read' && c.isGroup ? `Read by ${readCount}` : label;
     foot.append(el('span', { class: `state state-${state}`, title: `Delivery state: ${text}` },
       el('span', { class: 'tick', 'aria-hidden': 'true', text: tick }), ' ', el('span', { class: 'state-label', text })));
     if (state === 'failed') {
@@ -166,6 +262,19 @@ export function renderMessage(li, m, c, client, now) {
     }
   }
   if (canRecall) foot.append(' ', el('button', { type: 'button', class: 'link recall', 'data-action': 'recall', text: 'Recall' }));
+  if (own && c.isGroup && live) foot.append(' ', el('button', { type: 'button', class: 'link read-by', 'data-action': 'read-by', text: `Read by ${readCount}…` }));
+  if (live && !m.editing) {
+    foot.append(' ', el('button', { type: 'button', class: 'link reply', 'data-action': 'reply', text: 'Reply' }));
+    foot.append(' ', el('button', { type: 'button', class: 'link react', 'data-action': 'react', 'data-emoji': '👍', title: 'React with 👍', text: '👍' }));
+    if (canEdit) foot.append(' ', el('button', { type: 'button', class: 'link edit', 'data-action': 'edit', text: 'Edit' }));
+    foot.append(' ', el('button', { type: 'button', class: 'link delete', 'data-action': 'delete-menu', 'aria-expanded': m.menuOpen ? 'true' : 'false', text: 'Delete…' }));
+    if (m.menuOpen) {
+      foot.append(' ', el('span', { class: 'delete-menu', role: 'group', 'aria-label': 'Delete' },
+        el('button', { type: 'button', class: 'link', 'data-action': 'delete-self', text: 'Delete for me' }),
+        canDeleteAll ? ' ' : null,
+        canDeleteAll ? el('button', { type: 'button', class: 'link', 'data-action': 'delete-everyone', text: 'Delete for everyone' }) : null));
+    }
+  }
   if (foot.childNodes.length) bubble.append(foot);
   li.append(bubble);
   return true;

@@ -1,10 +1,11 @@
 // The WebSocket connection of the web client, on the JavaScript SDK
 // (/assets/sdk/, sdk/js; docs/sdk.md): the SDK owns the frames, request
-// matching, heartbeats, reconnect with backoff and the close codes; this
-// module maps its events onto the client's handlers. Own messages go
-// through the SDK's send, which resends them until saved.
+// matching, heartbeats, reconnect with backoff, the close codes, history
+// pages, gap filling and the delivered ACKs; this module maps its events
+// onto the client's handlers. Own messages go through the SDK's send, which
+// resends them until saved — from IndexedDB after a reload, too.
 
-import { NexoClient, NexoError, backoffDelay } from './sdk/index.js';
+import { IndexedDBOutbox, NexoClient, NexoError, backoffDelay } from './sdk/index.js';
 import { PLATFORM_WEB } from './ids.js';
 
 /** RequestError is a refused or failed request (the SDK's NexoError); reason is the error table's. */
@@ -22,9 +23,13 @@ export const Timing = {
  *
  * handlers:
  *   open()                 — a connection is up (after a reconnect too)
- *   push(frame)            — a 2xxx/3001 frame that is not a response
+ *   ready()                — connected and the outbox read: the SDK's
+ *                            pendingMessages() lists what a previous page left
  *   message(m)             — the SDK's message stream: each message (or an
  *                            unavailable placeholder) once, in seq order
+ *   receipt(e), typing(e)  — the SDK's receipt and typing events
+ *   action(name, e)        — the SDK's edit, reaction, delete and readCounts events
+ *   serverError(err)       — a server error that answers no request (a NexoError)
  *   state(s, info)         — 'connecting' | 'open' | 'waiting' {retryIn} | 'stopped' {reason, detail}
  *   gate(reason, detail)   — the session cannot go on as it is (kicked, the
  *                            token refused); the connection has stopped and
@@ -36,12 +41,13 @@ export class Connection {
     this.status = 'stopped';
     this.stopInfo = null;
     // Messages come from the SDK's stream: once each, in seq order per
-    // conversation, gaps filled. The page ACKs what it holds itself.
+    // conversation, gaps filled, delivered ACKed; the page marks read.
     this.sdk = new NexoClient({
       url: location.origin,
       platformId: PLATFORM_WEB,
       getToken: () => tokenFn(),
-      autoAckDelivered: false,
+      // A message typed before a reload or a crash is sent by the next page.
+      outbox: typeof indexedDB === 'undefined' ? undefined : new IndexedDBOutbox({ name: 'nexo-web-outbox' }),
       minReconnectDelay: Timing.backoffBase,
       maxReconnectDelay: Timing.backoffMax,
       requestTimeout: Timing.requestTimeout,
@@ -59,15 +65,20 @@ export class Connection {
       }
     });
     this.sdk.on('reconnecting', ({ delay }) => this.setState('waiting', { retryIn: delay }));
-    this.sdk.on('push', (f) => this.h.push(f));
     this.sdk.on('message', (m) => this.h.message(m));
+    this.sdk.on('receipt', (e) => this.h.receipt(e));
+    this.sdk.on('typing', (e) => this.h.typing(e));
+    for (const name of ['edit', 'reaction', 'delete', 'readCounts']) this.sdk.on(name, (e) => this.h.action(name, e));
     this.sdk.on('kicked', ({ reason, detail }) => {
       this.setState('stopped', { reason, detail });
       this.h.gate(reason, detail);
     });
     // The session ended: the token was refused and getToken had no other.
     this.sdk.on('error', (err) => {
-      if (this.sdk.state !== 'disconnected') return;
+      if (this.sdk.state !== 'disconnected') {
+        this.h.serverError(err);
+        return;
+      }
       this.setState('stopped', { reason: err.reason, detail: err.detail });
       this.h.gate(err.reason, err.detail);
     });
@@ -79,7 +90,7 @@ export class Connection {
   /** start connects (again) and keeps reconnecting until stop. */
   start() {
     window.addEventListener('online', this.onOnline);
-    this.sdk.connect().catch(() => { /* reported by the kicked/error events */ });
+    this.sdk.connect().then(() => this.h.ready(), () => { /* reported by the kicked/error events */ });
   }
 
   /** stop closes the connection and stops reconnecting. */
@@ -93,7 +104,7 @@ export class Connection {
   /** restart closes the current connection and opens a new one at once (a new token). */
   restart() {
     window.addEventListener('online', this.onOnline);
-    this.sdk.reconnect().catch(() => { /* reported by the kicked/error events */ });
+    this.sdk.reconnect().then(() => this.h.ready(), () => { /* reported by the kicked/error events */ });
   }
 
   setState(s, info = {}) {
@@ -109,18 +120,4 @@ export class Connection {
   send(p) {
     return this.sdk.send(p);
   }
-
-  /**
-   * request sends a frame and resolves with the response's data, or
-   * rejects with a RequestError: the server's reason, 'disconnected' when
-   * the connection is not open or closes first, 'timeout'.
-   */
-  request(reqIdentifier, data, timeout = Timing.requestTimeout) {
-    return this.sdk.request(reqIdentifier, data, { timeout });
-  }
-}
-
-/** isRequestError reports whether err came from a WebSocket request. */
-export function isRequestError(err) {
-  return err instanceof NexoError;
 }

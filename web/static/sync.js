@@ -1,9 +1,9 @@
-// What the client does on every (re)connect and on every push: read the
-// conversation list, groups and newest seqs, fill the gaps by pull; place pushed messages, receipts and save results.
+// What the client does on every (re)connect and with the SDK's events:
+// read the conversation list and groups; place the stream's messages and
+// the receipts. The SDK pulls what was missed (docs/sdk.md).
 // Installed on Client.prototype (client.js); `this` is the Client.
 
-import { better } from './conversation.js';
-import { groupConversationID, Push, Req } from './ids.js';
+import { groupConversationID } from './ids.js';
 import { RequestError } from './socket.js';
 
 export const SyncMethods = {
@@ -17,16 +17,14 @@ export const SyncMethods = {
   },
 
   /**
-   * sync runs after every (re)connect: the conversation list and the
-   * newest seqs, and the open one is marked read. What was missed arrives
-   * in order from the SDK's message stream, which fills the gap a drop
-   * left (socket.js, onMessage).
+   * sync runs after every (re)connect: the conversation list and groups,
+   * and the open one is marked read. What was missed arrives in order from
+   * the SDK's message stream, which fills the gap a drop left (onMessage).
    */
   async sync() {
     await Promise.all([this.loadConversationList(), this.loadGroups()]);
-    await this.loadNewestSeqs();
     if (this.current) {
-      if (!this.current.anchored) await this.open(this.current);
+      if (!this.current.historyLoaded) await this.open(this.current);
       this.scheduleAck(this.current);
     }
     this.changed();
@@ -94,68 +92,13 @@ export const SyncMethods = {
     }
   },
 
-  /** loadNewestSeqs reads every conversation's {max_seq, min_seq, read_seq, delivered_seq} (WS 1001). */
-  async loadNewestSeqs() {
-    if (this.unsupported.has('newest')) return;
-    const entries = [];
-    // Pages of 1,000, following next_cursor ("" after the last page).
-    let cursor = '';
-    for (let pages = 0; pages < 100; pages++) {
-      let data;
-      try {
-        data = await this.conn.request(Req.NEWEST_SEQ, cursor ? { cursor, limit: 1000 } : { limit: 1000 });
-      } catch (err) {
-        if (err.reason === 'unknown_request') {
-          this.unsupported.add('newest');
-          return;
-        }
-        throw err;
-      }
-      entries.push(...newestEntries(data));
-      cursor = data.next_cursor || '';
-      if (!cursor) break;
-    }
-    for (const [id, s] of entries) {
-      const c = this.conv(id);
-      c.maxSeq = Math.max(c.maxSeq, s.max_seq || 0);
-      if (s.min_seq) c.minSeq = s.min_seq;
-      c.readSeq = Math.max(c.readSeq, s.read_seq || 0);
-      c.deliveredSeq = Math.max(c.deliveredSeq, s.delivered_seq || 0, s.read_seq || 0);
-    }
-  },
-
-  onPush(f) {
-    const d = f.data || {};
-    switch (f.req_identifier) {
-      case Push.MSG: return undefined; // the SDK's ordered stream brings it (onMessage)
-      case Push.ACK: return this.onAckPush(d);
-      case Push.TYPING: return this.onTyping(d);
-      case Push.GROUP_NOTIFY: {
-        const c = this.conv(d.conversation_id);
-        c.maxSeq = Math.max(c.maxSeq, d.max_seq || 0);
-        // The SDK pulls the new messages; a conversation not shown yet
-        // may be new to the list.
-        if (!c.anchored) this.refreshListSoon();
-        this.changed();
-        return undefined;
-      }
-      case Push.ERROR:
-        if (d.reason === 'save_failed') return this.onSaveFailed(d);
-        if (d.reason && d.reason !== 'kicked') this.notice(`Server: ${d.reason}${d.detail ? ` — ${d.detail}` : ''}`, 'error');
-        return undefined;
-      default:
-        return undefined;
-    }
-  },
-
   onMessage(m) {
     if (!m.conversation_id || !(m.seq > 0)) return;
     const known = this.convs.has(m.conversation_id);
     const c = this.conv(m.conversation_id);
-    if (!known) {
-      c.listed = true;
-      this.refreshListSoon();
-    }
+    // A conversation not shown yet may be new to the list.
+    if (!known || !c.anchored) this.refreshListSoon();
+    if (!known) c.listed = true;
     // Pushes carry saved messages (unless deliver_before_saved is on; then
     // an early ACK is refused with bad_seq and repeated later).
     c.maxSeq = Math.max(c.maxSeq, m.seq);
@@ -166,42 +109,9 @@ export const SyncMethods = {
     this.scheduleAck(c);
   },
 
-  onAckPush(d) {
-    const c = this.conv(d.conversation_id);
-    switch (d.ack_type) {
-      case 'saved': {
-        const m = c.own(d.client_msg_id);
-        c.maxSeq = Math.max(c.maxSeq, d.seq || 0);
-        if (m) {
-          m.state = better(m.state, 'saved');
-          if (m.state === 'failed') break;
-          m.server_msg_id = d.server_msg_id || m.server_msg_id;
-          if (d.seq && d.seq !== m.seq) c.place(m, d.seq);
-        }
-        this.scheduleAck(c);
-        break;
-      }
-      case 'delivered':
-      case 'read':
-        c.receipt(d.ack_type, d.user_id, d.seq || 0);
-        break;
-      case 'revoked':
-        this.markRevoked(c, d.seq);
-        break;
-      default:
-        break;
-    }
-    this.changed();
-  },
-
-  onSaveFailed(d) {
-    const c = this.conv(d.conversation_id);
-    const m = c.own(d.client_msg_id);
-    if (!m) return;
-    c.unplace(m);
-    m.state = 'failed';
-    m.failReason = 'save_failed';
-    m.failDetail = 'the server could not store the message';
+  /** onReceipt applies the SDK's receipt event: a peer's delivered or read cursor. */
+  onReceipt(e) {
+    this.conv(e.conversationId).receipt(e.ackType, e.userId, e.seq);
     this.changed();
   },
 
@@ -213,13 +123,3 @@ export const SyncMethods = {
     }, 300);
   },
 };
-
-/**
- * newestEntries reads a 1001 answer as [conversation_id, {max_seq, …}]
- * pairs, whether it is a map keyed by conversation_id or a list.
- */
-export function newestEntries(data) {
-  const src = data.conversations || data.seqs || data;
-  if (Array.isArray(src)) return src.filter((x) => x && x.conversation_id).map((x) => [x.conversation_id, x]);
-  return Object.entries(src).filter(([, v]) => v && typeof v === 'object');
-}

@@ -107,9 +107,65 @@ export class View {
       const conv = c.current;
       const m = li.dataset.clientMsgId && li.dataset.sender === c.me ? conv.own(li.dataset.clientMsgId) : conv.msgs.get(Number(li.dataset.seq));
       if (!m) return;
-      if (btn.dataset.action === 'retry') c.retry(conv, m);
-      if (btn.dataset.action === 'recall') c.recall(conv, m);
+      const fail = (what) => (err) => c.notice(`${what}: ${err.message || err.reason}`, 'error');
+      switch (btn.dataset.action) {
+        case 'retry': c.retry(conv, m); break;
+        case 'recall': c.recall(conv, m); break;
+        case 'reply': this.setReply(m); break;
+        case 'react': c.toggleReaction(conv, m, btn.dataset.emoji).catch(fail('Could not react')); break;
+        case 'edit': m.editing = true; c.changed(); break;
+        case 'cancel-edit': m.editing = false; c.changed(); break;
+        case 'save-edit': {
+          const text = li.querySelector('.edit-input').value.trim();
+          m.editing = false;
+          if (text && text !== (m.content && m.content.text)) c.editMessage(conv, m, text).catch(fail('Could not edit'));
+          c.changed();
+          break;
+        }
+        case 'delete-menu': m.menuOpen = !m.menuOpen; c.changed(); break;
+        case 'delete-self':
+        case 'delete-everyone':
+          m.menuOpen = false;
+          c.deleteMessage(conv, m, btn.dataset.action === 'delete-self' ? 'self' : 'everyone').catch(fail('Could not delete'));
+          break;
+        case 'read-by': this.showReadBy(conv, m).catch(fail('Could not load who read it')); break;
+        default: break;
+      }
     }, opts);
+    $('reply-cancel').addEventListener('click', () => this.setReply(null), opts);
+
+    // Attachments: the button, dropping files on the chat, pasting a picture.
+    const sendFiles = (files) => {
+      if (!c.current || c.current.left || c.current.dismissed) return;
+      for (const f of files) c.sendFile(c.current, f);
+      this.stickToBottom = true;
+    };
+    $('attach').addEventListener('click', () => $('attach-input').click(), opts);
+    $('attach-input').addEventListener('change', (e) => {
+      sendFiles([...e.target.files]);
+      e.target.value = '';
+    }, opts);
+    const chat = $('scroller').closest('section') || $('scroller');
+    chat.addEventListener('dragover', (e) => {
+      if (e.dataTransfer && [...e.dataTransfer.types].includes('Files')) {
+        e.preventDefault();
+        chat.classList.add('dropping');
+      }
+    }, opts);
+    chat.addEventListener('dragleave', () => chat.classList.remove('dropping'), opts);
+    chat.addEventListener('drop', (e) => {
+      chat.classList.remove('dropping');
+      if (!e.dataTransfer || !e.dataTransfer.files.length) return;
+      e.preventDefault();
+      sendFiles([...e.dataTransfer.files]);
+    }, opts);
+    $('composer-input').addEventListener('paste', (e) => {
+      const files = [...((e.clipboardData && e.clipboardData.files) || [])].filter((f) => f.type.startsWith('image/'));
+      if (!files.length) return;
+      e.preventDefault();
+      sendFiles(files);
+    }, opts);
+    $('push-toggle').addEventListener('click', () => this.togglePush(), opts);
 
     const input = $('composer-input');
     $('composer').addEventListener('submit', (e) => {
@@ -215,6 +271,50 @@ export class View {
     $(focusID).focus();
   }
 
+  /** setReply makes the next message a reply to m (a quote of its seq), or none. */
+  setReply(m) {
+    this.replyTo = m ? { seq: m.seq, sender_id: m.sender_id, msg_type: m.msg_type, preview: ((m.content && m.content.text) || '').slice(0, 100) } : null;
+    $('reply-bar').hidden = !m;
+    $('reply-text').textContent = m ? `Replying to ${this.client.nameOf(m.sender_id)}: ${this.replyTo.preview}` : '';
+    if (m) $('composer-input').focus();
+  }
+
+  /** showReadBy lists who read m and who has not (sdk.readBy). */
+  async showReadBy(conv, m) {
+    const c = this.client;
+    const data = await c.readBy(conv, m);
+    $('readby-summary').textContent = `Read by ${data.read_count} of ${data.member_count}`;
+    const item = (id, read) => el('li', { 'data-user': id, 'data-read': read ? 'true' : 'false' },
+      el('span', { class: 'member-id', text: c.nameOf(id) }), ' ', el('span', { class: 'role', text: read ? 'read' : 'not yet' }));
+    $('readby-list').replaceChildren(...(data.read_user_ids || []).map((id) => item(id, true)), ...(data.unread_user_ids || []).map((id) => item(id, false)));
+    $('readby-dialog').showModal();
+    $('readby-dialog').querySelector('[data-close]').focus();
+  }
+
+  /** togglePush turns this browser's notifications on (push.js, docs/push.md) or off. */
+  async togglePush() {
+    const status = $('push-status');
+    const btn = $('push-toggle');
+    try {
+      const push = await import('./push.js');
+      const token = this.client.api.session.token;
+      if (this.pushDevice) {
+        await push.disablePush({ token, deviceID: this.pushDevice.device_id });
+        this.pushDevice = null;
+        btn.textContent = 'Enable notifications';
+        status.textContent = 'Notifications off';
+        return;
+      }
+      status.textContent = 'Asking for permission…';
+      this.pushDevice = await push.enablePush({ token });
+      btn.textContent = 'Disable notifications';
+      status.textContent = 'Notifications on';
+    } catch (err) {
+      const why = { unsupported: 'this browser has no Web Push', permission_denied: 'notifications were not allowed', push_provider_unavailable: 'the server does not send Web Push' }[err.reason];
+      status.textContent = `Notifications unavailable: ${why || err.message}`;
+    }
+  }
+
   async showMembers() {
     const c = this.client;
     const conv = c.current;
@@ -236,7 +336,8 @@ export class View {
     const input = $('composer-input');
     const text = input.value.trim();
     if (!text || !c.current) return;
-    c.send(c.current, text);
+    c.send(c.current, text, this.replyTo);
+    this.setReply(null);
     input.value = '';
     this.closeMentions();
     this.stickToBottom = true;

@@ -60,7 +60,7 @@ import {
  * @typedef {object} Message  a message as the server pushes and pulls it (docs/protocol.md, 2001)
  * @property {string} conversation_id
  * @property {number} seq
- * @property {'normal' | 'revoked' | 'unavailable'} status  unavailable: a placeholder, the seq will never hold a message
+ * @property {'normal' | 'revoked' | 'deleted' | 'unavailable'} status  unavailable: a placeholder, the seq will never hold a message; deleted: a tombstone
  * @property {string} [server_msg_id]
  * @property {string} [client_msg_id]
  * @property {string} [sender_id]
@@ -71,12 +71,20 @@ import {
  * @property {Record<string, any>} [content]
  * @property {string[]} [at_user_ids]
  * @property {number} [send_at]
+ * @property {number} [edit_version]  an edited message's version (pulls)
+ * @property {number} [edited_at]
+ * @property {Array<{emoji: string, count: number, me: boolean}>} [reactions]  (pulls)
+ * @property {{seq: number, sender_id?: string, msg_type?: number, preview?: string, status?: string}} [quote]  the quoted message's snapshot
  */
 
 /** @typedef {{conversationId: string, userId: string, ackType: 'delivered' | 'read', seq: number}} ReceiptEvent */
 /** @typedef {{conversationId: string, userId: string, typing: boolean}} TypingEvent */
 /** @typedef {{conversationId: string, seq: number, serverMsgId: string, senderId: string, revokerId: string, revokedAt: number, notification: Message}} RecallEvent */
 /** @typedef {{reason: string, detail: string}} KickedEvent */
+/** @typedef {{conversationId: string, seq: number, editorId: string, editVersion: number, editedAt: number, content: Record<string, any>, notification: Message}} EditEvent  an edit (1601): show `content` when editVersion is above the one held */
+/** @typedef {{conversationId: string, seq: number, userId: string, emoji: string, op: 'add' | 'remove', count: number, notification: Message}} ReactionEvent  a reaction (1602): `count` is the emoji's count after the change */
+/** @typedef {{conversationId: string, seqs: number[], scope: 'everyone' | 'self', deleterId: string, deletedAt: number, notification: Message}} DeleteEvent  a delete (1603 everyone: tombstones; 1604 self: hide them) */
+/** @typedef {{conversationId: string, counts: Array<{seq: number, read_count: number, member_count: number}>}} ReadCountsEvent  read counts of the user's own group messages (2104) */
 
 /**
  * @typedef {object} ClientEvents
@@ -86,8 +94,12 @@ import {
  * @property {TypingEvent} typing
  * @property {RecallEvent} recall
  * @property {KickedEvent} kicked
+ * @property {EditEvent} edit    after its 1601 "message"
+ * @property {ReactionEvent} reaction  after its 1602 "message"
+ * @property {DeleteEvent} delete  after its 1603/1604 "message"
+ * @property {ReadCountsEvent} readCounts
  * @property {Message} group     a group notification (msg_type 1500–1599 in a group), after its "message"
- * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended)
+ * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended, a 3001 error push that answers no request)
  * @property {ReconnectingEvent} reconnecting  a reconnect is scheduled after `delay` ms
  * @property {any} push          every push frame (2xxx, 3001) as it arrived, before the SDK handles it
  */
@@ -101,7 +113,7 @@ import {
  * @property {number} msgType    101 text, 102 picture, 103 voice, 104 video, 105 file, 106 at-text (mentions), 110 custom
  * @property {Record<string, any>} content  the message body, e.g. text: "hi" for 101
  * @property {string} [clientMsgId]  default a new random ID; reuse one only to retry the same message
- * @property {Record<string, any>} [quote]  the quoted message, sent as the send's `quote` field (refused as bad_request by a server without quotes)
+ * @property {{seq: number}} [quote]  reply to this seq of the same conversation (the server stores a snapshot; quote_unavailable when the caller cannot see it)
  * @property {string[]} [atUserIds]
  */
 
@@ -113,6 +125,15 @@ import {
  * @property {number[]} pendingSeqs  seqs accepted but not saved yet ("not yet")
  */
 
+/**
+ * @typedef {object} HistoryPage
+ * @property {Message[]} messages  ascending by seq, all at or below the page's `end`; placeholders for unavailable seqs
+ * @property {number} end  the highest seq the page covers (0: nothing to show)
+ * @property {boolean} hasMore  false once the page reaches the caller's first visible seq (min_seq)
+ * @property {number} minSeq
+ * @property {number} maxSeq
+ */
+
 /** Per-conversation ordering state. */
 class Timeline {
   /** @param {string} id */
@@ -122,6 +143,8 @@ class Timeline {
     this.anchored = false;
     /** every seq ≤ hi has been emitted (or skipped) */
     this.hi = 0;
+    /** seqs ≤ start are history (client.history), above it the stream */
+    this.start = 0;
     this.maxSeq = 0;
     /** @type {Map<number, Message | null>} seq → message waiting for the seqs below it; null: an own message (not emitted) */
     this.buffer = new Map();
@@ -141,7 +164,7 @@ const PULL_LIMIT = 100;
 
 /**
  * NexoClient is one user's session with a Nexo server. Events (on): state,
- * message, receipt, typing, recall, kicked, group, error.
+ * message, receipt, typing, recall, edit, reaction, delete, readCounts, kicked, group, error.
  * @extends {Emitter<ClientEvents>}
  */
 export class NexoClient extends Emitter {
@@ -207,6 +230,8 @@ export class NexoClient extends Emitter {
     /** @type {Map<string, Timeline>} */
     this._convs = new Map();
     this._synced = false;
+    /** @type {Array<() => void>} history calls waiting for the first sync */
+    this._syncWaiters = [];
     /** the last sync had no cursors: new conversations start at their first seq seen */
     this._cursorless = false;
 
@@ -575,12 +600,18 @@ export class NexoClient extends Emitter {
       case Push.MSG: if (this.stream) this._onPushedMessage(data); break;
       case Push.ACK: this._onAckPush(data); break;
       case Push.GROUP_NOTIFY: if (this.stream) this._onGroupNotify(data); break;
+      case Push.READ_COUNTS:
+        if (data.conversation_id) this.emit('readCounts', { conversationId: data.conversation_id, counts: Array.isArray(data.counts) ? data.counts : [] });
+        break;
       case Push.TYPING:
         if (data.conversation_id && data.user_id) this.emit('typing', { conversationId: data.conversation_id, userId: data.user_id, typing: !!data.typing });
         break;
       case Push.ERROR:
         if (data.reason === 'save_failed' && data.client_msg_id) this._onSaveFailed(data);
-        else if (!this._gate) this.log.warn('nexo: server error', data.reason, data.detail);
+        else if (!this._gate) {
+          this.log.warn('nexo: server error', data.reason, data.detail);
+          this.emit('error', new NexoError(data.reason || f.err_msg || 'internal_error', data.detail || '', { errCode: f.err_code || 0, data }));
+        }
         break;
       default:
         break;
@@ -653,6 +684,9 @@ export class NexoClient extends Emitter {
       if (!c.anchored) this._anchor(c, Math.max(s.delivered_seq || 0, s.read_seq || 0, (s.min_seq || 1) - 1));
     }
     this._synced = true;
+    const waiters = this._syncWaiters;
+    this._syncWaiters = [];
+    for (const w of waiters) w();
     for (const c of this._convs.values()) {
       // Not in the list: new since (or without) the read, so every seq is new.
       if (!c.anchored) this._anchor(c, cursorless ? Math.max(0, Math.min(...c.buffer.keys(), c.maxSeq + 1) - 1) : 0);
@@ -676,6 +710,7 @@ export class NexoClient extends Emitter {
   /** @param {Timeline} c @param {number} hi */
   _anchor(c, hi) {
     c.anchored = true;
+    c.start = hi;
     c.hi = hi;
     c.acked = hi;
     for (const s of [...c.buffer.keys()]) if (s <= hi) c.buffer.delete(s);
@@ -745,6 +780,24 @@ export class NexoClient extends Emitter {
       this.emit('recall', {
         conversationId: x.conversation_id || m.conversation_id, seq: x.seq || 0, serverMsgId: x.server_msg_id || '',
         senderId: x.sender_id || '', revokerId: x.revoker_id || m.sender_id || '', revokedAt: x.revoked_at || m.send_at || 0, notification: m,
+      });
+    } else if (type === MsgType.EDIT_NOTIFICATION) {
+      const x = (m.content && m.content.custom) || {};
+      this.emit('edit', {
+        conversationId: x.conversation_id || m.conversation_id, seq: x.seq || 0, editorId: x.editor_id || '', editVersion: x.edit_version || 0,
+        editedAt: x.edited_at || 0, content: x.content || {}, notification: m,
+      });
+    } else if (type === MsgType.REACTION_NOTIFICATION) {
+      const x = (m.content && m.content.custom) || {};
+      this.emit('reaction', {
+        conversationId: x.conversation_id || m.conversation_id, seq: x.seq || 0, userId: x.user_id || '', emoji: x.emoji || '',
+        op: x.op === 'remove' ? 'remove' : 'add', count: x.count || 0, notification: m,
+      });
+    } else if (type === MsgType.DELETE_NOTIFICATION || type === MsgType.DELETE_SELF_NOTIFICATION) {
+      const x = (m.content && m.content.custom) || {};
+      this.emit('delete', {
+        conversationId: x.conversation_id || m.conversation_id, seqs: x.seqs || [], scope: type === MsgType.DELETE_NOTIFICATION ? 'everyone' : 'self',
+        deleterId: x.deleter_id || '', deletedAt: x.deleted_at || 0, notification: m,
       });
     } else if (type >= MsgType.NOTIFICATION_MIN && type < 1600 && m.conversation_id.startsWith('sg_')) {
       this.emit('group', m);
@@ -1079,6 +1132,62 @@ export class NexoClient extends Emitter {
   }
 
   /**
+   * history reads the page of a conversation's older messages that ends
+   * right below `before` — without `before`, right where its "message"
+   * stream starts (the delivered cursor the first sync read, or the newest
+   * seq for a conversation the stream has not started yet). Pages and the
+   * stream together hold every seq once, with no gap between them: show
+   * `history()` then the stream, and page back with
+   * `history(id, {before: lowestSeqShown})` while `hasMore`. The first call
+   * waits for the connect's sync (at most syncTimeout ms). Over HTTP when
+   * not connected.
+   * @param {string} conversationId
+   * @param {{before?: number, limit?: number}} [opts]  limit: default 50, at most 100
+   * @returns {Promise<HistoryPage>}
+   */
+  async history(conversationId, opts = {}) {
+    const limit = Math.min(Math.max(1, opts.limit || 50), PULL_LIMIT);
+    if (this.stream && !this._synced && this._wanted) await this._whenSynced(this.syncTimeout);
+    let end = opts.before ? opts.before - 1 : -1;
+    const known = this._convs.get(conversationId);
+    if (end < 0 && this.stream && known && known.anchored) end = known.start;
+    if (end === 0) return { messages: [], end: 0, hasMore: false, minSeq: 0, maxSeq: 0 };
+    const page = await this.pull(conversationId, end > 0 ? { to: end, limit } : { limit });
+    if (end < 0) {
+      // The stream has not started here: it starts above this page (or
+      // below its lowest buffered arrival).
+      end = page.maxSeq;
+      if (this.stream && this._synced) {
+        // Not _conv: a conversation new to the stream must not start at 0
+        // when nothing will push its seqs (the user's own, from elsewhere).
+        let c = this._convs.get(conversationId);
+        if (!c) {
+          c = new Timeline(conversationId);
+          this._convs.set(conversationId, c);
+        }
+        if (!c.anchored) {
+          this._anchor(c, Math.min(end, ...[...c.buffer.keys()].map((s) => s - 1)));
+          this._drain(c);
+          if (c.maxSeq > c.hi || c.buffer.size) this._fill(c);
+        }
+        end = c.start;
+      }
+    }
+    const messages = page.messages.filter((m) => m.seq <= end);
+    const first = messages.length ? messages[0].seq : end + 1;
+    const hasMore = page.pendingSeqs.some((s) => s <= end) || first > Math.max(page.minSeq, 1);
+    return { messages, end, hasMore, minSeq: page.minSeq, maxSeq: page.maxSeq };
+  }
+
+  /** _whenSynced resolves after the next sync, or after ms. @param {number} ms */
+  _whenSynced(ms) {
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      this._syncWaiters.push(() => { clearTimeout(timer); resolve(undefined); });
+    });
+  }
+
+  /**
    * markRead moves the read cursor of conversationId to seq (1101 read;
    * the other side gets a receipt). Never beyond what the user holds.
    * @param {string} conversationId @param {number} seq
@@ -1152,6 +1261,92 @@ export class NexoClient extends Emitter {
   search(query) {
     return this.state === 'connected' ? this.request(Req.SEARCH, query) : this.http.search(query);
   }
+
+  // ----- message actions (docs/actions.md): WS when connected, else HTTP -------
+
+  /**
+   * _action sends a message action over the WebSocket (it answers as the
+   * HTTP route) or, when not connected, over HTTP.
+   * @param {number} req @param {'GET' | 'POST'} method @param {string} path @param {Record<string, any>} data
+   */
+  _action(req, method, path, data) {
+    if (this.state === 'connected') return this.request(req, data);
+    return method === 'GET' ? this.http.call('GET', path, { query: data }) : this.http.call('POST', path, { body: data });
+  }
+
+  /**
+   * edit replaces the text of the user's own text message (101/106) within
+   * msg.edit_window; everyone gets an "edit" event (1601) in seq order.
+   * @param {string} conversationId @param {number} seq @param {{text: string}} content
+   * @returns {Promise<any>} the server's answer (edit_version, edited_at, …)
+   */
+  edit(conversationId, seq, content) {
+    return this._action(Req.EDIT, 'POST', '/msg/edit', { conversation_id: conversationId, seq, content });
+  }
+
+  /**
+   * edits lists a message's earlier versions, oldest first (1107, GET /msg/edits).
+   * @param {string} conversationId @param {number} seq
+   * @returns {Promise<any>}
+   */
+  edits(conversationId, seq) {
+    return this._action(Req.EDITS, 'GET', '/msg/edits', { conversation_id: conversationId, seq });
+  }
+
+  /**
+   * deleteMessages deletes 1–100 seqs, all or none: scope "self" hides them
+   * for this user's devices (a "delete" event in the user's own
+   * conversation), "everyone" leaves tombstones for all (own messages, or
+   * any for a group's owner and admins).
+   * @param {string} conversationId @param {number[]} seqs @param {'self' | 'everyone'} [scope]
+   * @returns {Promise<any>}
+   */
+  deleteMessages(conversationId, seqs, scope = 'self') {
+    return this._action(Req.DELETE, 'POST', '/msg/delete', { conversation_id: conversationId, seqs, scope });
+  }
+
+  /**
+   * react adds (or with op "remove" takes back) one emoji on a message;
+   * everyone gets a "reaction" event with the count after the change.
+   * @param {string} conversationId @param {number} seq @param {string} emoji @param {'add' | 'remove'} [op]
+   * @returns {Promise<any>}
+   */
+  react(conversationId, seq, emoji, op = 'add') {
+    return this._action(Req.REACTION, 'POST', '/msg/reaction', { conversation_id: conversationId, seq, emoji, op });
+  }
+
+  /**
+   * readBy tells who read a message: {read_count, member_count,
+   * read_user_ids, unread_user_ids, next_cursor} (a page of at most 500).
+   * @param {string} conversationId @param {number} seq @param {{cursor?: string, limit?: number}} [page]
+   * @returns {Promise<{read_count: number, member_count: number, read_user_ids: string[], unread_user_ids: string[], next_cursor: string}>}
+   */
+  readBy(conversationId, seq, page = {}) {
+    return this._action(Req.READ_BY, 'GET', '/msg/read_by', { conversation_id: conversationId, seq, ...page });
+  }
+
+  /**
+   * report reports a message to the moderators (docs/moderation.md):
+   * → {report_id, status, created_at, duplicate}.
+   * @param {string} conversationId @param {number} seq @param {string} reason
+   * @returns {Promise<any>}
+   */
+  report(conversationId, seq, reason) {
+    return this._action(Req.REPORT, 'POST', '/msg/report', { conversation_id: conversationId, seq, reason });
+  }
+
+  /**
+   * upload stores a file (POST /object/upload, docs/media.md) and resolves
+   * with the object; send it as a reference, e.g. `{msgType: 102, content:
+   * {image: {object_id}}}`. onProgress(sent, total) follows the upload.
+   * @param {Blob} file
+   * @param {{name?: string, purpose?: 'message' | 'avatar', onProgress?: (sent: number, total: number) => void, signal?: AbortSignal}} [opts]
+   * @returns {Promise<any>}
+   */
+  upload(file, opts) { return this.http.upload(file, opts); }
+
+  /** objectUrl: a signed URL of an object the user may see → {url, expires_at}. @param {string} objectId @param {'original' | 'thumbnail'} [variant] */
+  objectUrl(objectId, variant) { return this.http.objectUrl(objectId, variant); }
 
   // HTTP conveniences: the calls most apps need, typed; the rest is on client.http.
 

@@ -28,7 +28,8 @@ export class HttpApi {
   constructor(opts) {
     this.base = opts.url.replace(/\/+$/, '');
     this.token = opts.token;
-    this.fetchFn = opts.fetch || globalThis.fetch.bind(globalThis);
+    this.defaultFetch = globalThis.fetch && globalThis.fetch.bind(globalThis);
+    this.fetchFn = opts.fetch || this.defaultFetch;
   }
 
   /**
@@ -36,8 +37,8 @@ export class HttpApi {
    * arrays are joined with commas.
    * @param {'GET' | 'POST' | 'PUT' | 'DELETE'} method
    * @param {string} path  e.g. "/group/info"
-   * @param {{query?: Record<string, any>, body?: any, auth?: boolean, tokenOverride?: string}} [opts]
-   *   auth false: no token; tokenOverride: this token instead of the client's
+   * @param {{query?: Record<string, any>, body?: any, form?: FormData, signal?: AbortSignal, auth?: boolean, tokenOverride?: string}} [opts]
+   *   auth false: no token; tokenOverride: this token instead of the client's; form: a multipart body instead of JSON
    * @returns {Promise<any>}
    */
   async call(method, path, opts = {}) {
@@ -57,8 +58,10 @@ export class HttpApi {
     if (opts.auth !== false) headers.Authorization = `Bearer ${opts.tokenOverride || await this.token()}`;
     let res;
     try {
-      res = await this.fetchFn(url, { method, headers, body: opts.body === undefined ? undefined : JSON.stringify(opts.body), cache: 'no-store' });
+      const body = opts.form || (opts.body === undefined ? undefined : JSON.stringify(opts.body));
+      res = await this.fetchFn(url, { method, headers, body, cache: 'no-store', signal: opts.signal });
     } catch (e) {
+      if (opts.signal && opts.signal.aborted) throw new NexoError('aborted', 'the request was aborted');
       throw new NexoError('network_error', String(e));
     }
     let env = null;
@@ -168,4 +171,100 @@ export class HttpApi {
    * @param {Record<string, any>} query
    */
   search(query) { return this.call('POST', '/msg/search', { body: query }); }
+
+  // ----- message actions (docs/actions.md) ------------------------------------
+
+  /** edit: POST /msg/edit ({conversation_id, seq, content: {text}}) → the edited message's version. @param {Record<string, any>} body */
+  edit(body) { return this.call('POST', '/msg/edit', { body }); }
+
+  /** edits: GET /msg/edits → a message's earlier versions, oldest first. @param {string} conversationId @param {number} seq */
+  edits(conversationId, seq) { return this.call('GET', '/msg/edits', { query: { conversation_id: conversationId, seq } }); }
+
+  /** deleteMessages: POST /msg/delete ({conversation_id, seqs (1–100), scope: "self" | "everyone"}). @param {Record<string, any>} body */
+  deleteMessages(body) { return this.call('POST', '/msg/delete', { body }); }
+
+  /** react: POST /msg/reaction ({conversation_id, seq, emoji, op: "add" | "remove"}). @param {Record<string, any>} body */
+  react(body) { return this.call('POST', '/msg/reaction', { body }); }
+
+  /**
+   * readBy: GET /msg/read_by → {read_count, member_count, read_user_ids, unread_user_ids, next_cursor}.
+   * @param {string} conversationId @param {number} seq @param {Page} [page]
+   */
+  readBy(conversationId, seq, page = {}) { return this.call('GET', '/msg/read_by', { query: { conversation_id: conversationId, seq, ...page } }); }
+
+  /** report: POST /msg/report ({conversation_id, seq, reason}) → {report_id, status, created_at, duplicate}. @param {Record<string, any>} body */
+  report(body) { return this.call('POST', '/msg/report', { body }); }
+
+  // ----- media (docs/media.md) --------------------------------------------------
+
+  /**
+   * upload: POST /object/upload (multipart/form-data, field `file`, up to
+   * objects.max_direct_bytes) → the object {object_id, name, content_type,
+   * size, sha256, width?, height?, has_thumbnail}. onProgress gets
+   * (sentBytes, totalBytes) as the body goes out — with XMLHttpRequest where
+   * there is one (browsers); elsewhere once, at the end.
+   * @param {Blob} file
+   * @param {{name?: string, purpose?: 'message' | 'avatar', onProgress?: (sent: number, total: number) => void, signal?: AbortSignal}} [opts]
+   * @returns {Promise<any>}
+   */
+  async upload(file, opts = {}) {
+    const form = new FormData();
+    form.set('file', file, opts.name || /** @type {any} */ (file).name || 'file');
+    if (opts.purpose) form.set('purpose', opts.purpose);
+    const url = `${this.base}/object/upload`;
+    const token = await this.token();
+    const total = file.size;
+    const XHR = /** @type {any} */ (globalThis).XMLHttpRequest;
+    if (!XHR || this.fetchFn !== this.defaultFetch) {
+      const data = await this.call('POST', '/object/upload', { form, signal: opts.signal });
+      if (opts.onProgress) opts.onProgress(total, total);
+      return data;
+    }
+    const { status, text } = await new Promise((resolve, reject) => {
+      const xhr = new XHR();
+      xhr.open('POST', url);
+      xhr.setRequestHeader('Authorization', `Bearer ${token}`);
+      if (opts.onProgress) xhr.upload.onprogress = (/** @type {ProgressEvent} */ e) => opts.onProgress && opts.onProgress(e.loaded, e.lengthComputable ? e.total : total);
+      xhr.onload = () => resolve({ status: xhr.status, text: xhr.responseText });
+      xhr.onerror = () => reject(new NexoError('network_error', 'the upload failed'));
+      xhr.onabort = () => reject(new NexoError('aborted', 'the upload was aborted'));
+      if (opts.signal) opts.signal.addEventListener('abort', () => xhr.abort());
+      xhr.send(form);
+    });
+    return envelopeData(status, text);
+  }
+
+  /**
+   * objectUrl: GET /object/url → {url, expires_at}: a signed URL that needs
+   * no token, for one variant, until expires_at (Unix ms). A URL the server
+   * gives relative (the local backend without objects.public_url) comes
+   * back absolute, resolved against the client's url.
+   * @param {string} objectId @param {'original' | 'thumbnail'} [variant]
+   * @returns {Promise<{url: string, expires_at: number}>}
+   */
+  async objectUrl(objectId, variant = 'original') {
+    const data = await this.call('GET', '/object/url', { query: { object_id: objectId, variant } });
+    if (data.url) data.url = new URL(data.url, `${this.base}/`).toString();
+    return data;
+  }
+
+  /** objectInfo: GET /object/info → the object's metadata. @param {string} objectId */
+  objectInfo(objectId) { return this.call('GET', '/object/info', { query: { object_id: objectId } }); }
+}
+
+/**
+ * envelopeData reads an answer's envelope: its data, or a NexoError.
+ * @param {number} status @param {string} text
+ * @returns {any}
+ */
+function envelopeData(status, text) {
+  let env = null;
+  try {
+    env = JSON.parse(text);
+  } catch {
+    throw new NexoError(`http_${status}`, '', { status });
+  }
+  if (env && env.err_code === 0) return env.data || {};
+  const data = (env && env.data) || {};
+  throw new NexoError(data.reason || (env && env.err_msg) || `http_${status}`, data.detail || '', { errCode: env && env.err_code, status, data });
 }

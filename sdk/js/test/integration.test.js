@@ -171,3 +171,122 @@ test('a refresh revokes the token in use: session_invalid, getToken() gives the 
   const out = c.send({ recvId: peer.id, msgType: 101, content: { text: 'after refresh' } });
   await out.saved;
 });
+
+test('message actions on the real server: quote, edit, reaction, read by, delete for everyone and for self, report', async () => {
+  const alice = await user('alice');
+  const bob = await user('bob');
+  const conv = singleConversationID(alice.id, bob.id);
+  const ev = { edit: [], reaction: [], delete: [] };
+  for (const k of Object.keys(ev)) bob.c.on(k, (x) => ev[k].push(x));
+  const first = await alice.c.send({ recvId: bob.id, msgType: 101, content: { text: 'typo hre' } }).saved;
+  const reply = await bob.c.send({ recvId: alice.id, msgType: 101, content: { text: 'a reply' }, quote: { seq: first.seq } }).saved;
+
+  const edited = await alice.c.edit(conv, first.seq, { text: 'typo here' });
+  assert.equal(edited.edit_version, 1);
+  await waitFor(() => ev.edit.length === 1, 10000, 'the edit event');
+  assert.deepEqual([ev.edit[0].seq, ev.edit[0].editVersion, ev.edit[0].content.text, ev.edit[0].editorId], [first.seq, 1, 'typo here', alice.id]);
+  const versions = await bob.c.edits(conv, first.seq);
+  assert.equal(JSON.stringify(versions).includes('typo hre'), true);
+
+  await alice.c.react(conv, reply.seq, '👍');
+  await waitFor(() => ev.reaction.length === 1, 10000, 'the reaction event');
+  assert.deepEqual([ev.reaction[0].seq, ev.reaction[0].emoji, ev.reaction[0].count, ev.reaction[0].userId], [reply.seq, '👍', 1, alice.id]);
+
+  await alice.c.markRead(conv, reply.seq);
+  let rb;
+  for (const deadline = Date.now() + 10000; Date.now() < deadline;) {
+    rb = await bob.c.readBy(conv, reply.seq);
+    if (rb.read_count === 1) break;
+    await new Promise((r) => setTimeout(r, 100)); // the cursor writer flushes on its own interval
+  }
+  assert.deepEqual([rb.read_count, rb.read_user_ids], [1, [alice.id]]);
+
+  // History shows the quote, the edit and the reaction.
+  const page = await bob.c.pull(conv, { limit: 10 });
+  const byseq = new Map(page.messages.map((m) => [m.seq, m]));
+  assert.equal(byseq.get(first.seq).content.text, 'typo here');
+  assert.equal(byseq.get(first.seq).edit_version, 1);
+  assert.equal(byseq.get(reply.seq).quote.seq, first.seq);
+  assert.equal(byseq.get(reply.seq).quote.preview, 'typo hre');
+  assert.deepEqual(byseq.get(reply.seq).reactions, [{ emoji: '👍', count: 1, me: false }]);
+
+  await bob.c.deleteMessages(conv, [reply.seq], 'everyone');
+  await waitFor(() => ev.delete.length === 1, 10000, 'the delete event');
+  assert.deepEqual([ev.delete[0].scope, ev.delete[0].seqs], ['everyone', [reply.seq]]);
+  await bob.c.deleteMessages(conv, [first.seq], 'self');
+  await waitFor(() => ev.delete.length === 2, 10000, 'the delete-for-self event');
+  assert.deepEqual([ev.delete[1].scope, ev.delete[1].seqs, ev.delete[1].notification.conversation_id], ['self', [first.seq], singleConversationID(bob.id, bob.id)]);
+  // Bob's stream of conv started at seq 0 (new after his connect): history() is empty, pull() shows the result.
+  assert.deepEqual((await bob.c.history(conv)).messages, []);
+  const after = await bob.c.pull(conv, { limit: 10 });
+  const st = new Map(after.messages.map((m) => [m.seq, m.status]));
+  assert.deepEqual([st.get(first.seq), st.get(reply.seq)], ['deleted', 'deleted']);
+
+  const rep = await bob.c.report(conv, first.seq, 'spam');
+  assert.equal(typeof rep.report_id, 'string');
+  await assert.rejects(bob.c.edit(conv, first.seq, { text: 'not mine' }), (e) => typeof e.reason === 'string' && e.reason !== '');
+});
+
+test('history on the real server: a new session shows what was delivered as history and the rest as its stream, once each', async () => {
+  const alice = await user('alice');
+  const bob = await user('bob');
+  const conv = singleConversationID(alice.id, bob.id);
+  const got = [];
+  bob.c.on('message', (m) => got.push(m.seq));
+  for (let i = 1; i <= 5; i++) await alice.c.send({ recvId: bob.id, msgType: 101, content: { text: `m${i}` } }).saved;
+  await waitFor(() => got.length === 5, 10000, 'bob gets five');
+  // The SDK ACKs delivered up to 5; wait until the server has it.
+  for (const deadline = Date.now() + 10000; ;) {
+    const s = await bob.c.newestSeqs([conv]);
+    if (s[conv] && s[conv].delivered_seq === 5) break;
+    if (Date.now() > deadline) assert.fail('delivered_seq never reached 5');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  bob.c.disconnect();
+  for (let i = 6; i <= 8; i++) await alice.c.send({ recvId: bob.id, msgType: 101, content: { text: `m${i}` } }).saved;
+
+  const next = new NexoClient({ url: nexo.url, platformId: 5, WebSocket, getToken: () => bob.token() });
+  clients.push(next);
+  const streamed = [];
+  next.on('message', (m) => streamed.push(m.seq));
+  await next.connect();
+  const page = await next.history(conv, { limit: 3 });
+  assert.deepEqual([page.end, page.messages.map((m) => m.seq), page.hasMore], [5, [3, 4, 5], true]);
+  const earlier = await next.history(conv, { before: 3 });
+  assert.deepEqual([earlier.messages.map((m) => m.content.text), earlier.hasMore], [['m1', 'm2'], false]);
+  await waitFor(() => streamed.length === 3, 10000, 'the stream above the cursor');
+  assert.deepEqual(streamed, [6, 7, 8]);
+});
+
+test('media on the real server: upload, send by reference, the receiver gets the metadata and a signed URL to the bytes', async () => {
+  const alice = await user('alice');
+  const bob = await user('bob');
+  const got = [];
+  bob.c.on('message', (m) => got.push(m));
+  const text = 'the minutes of the meeting\n';
+  const progress = [];
+  const obj = await alice.c.upload(new Blob([text], { type: 'text/plain' }), { name: 'minutes.txt', onProgress: (a, b) => progress.push([a, b]) });
+  assert.equal(obj.name, 'minutes.txt');
+  assert.equal(obj.size, text.length);
+  assert.match(obj.object_id, /^o[0-9a-f]{32}$/);
+  assert.deepEqual(progress.at(-1), [text.length, text.length]);
+  await alice.c.send({ recvId: bob.id, msgType: 105, content: { file: { object_id: obj.object_id } } }).saved;
+  await waitFor(() => got.length === 1, 10000, 'bob gets the file message');
+  const ref = got[0].content.file;
+  assert.deepEqual([ref.object_id, ref.name, ref.size], [obj.object_id, 'minutes.txt', text.length]);
+  let url;
+  for (const deadline = Date.now() + 10000; ;) {
+    try {
+      url = await bob.c.objectUrl(ref.object_id);
+      break;
+    } catch (e) {
+      // Right after the save the receiver may be refused for a moment (docs/media.md).
+      if (e.reason !== 'object_access_denied' || Date.now() > deadline) throw e;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  const res = await fetch(url.url);
+  assert.equal(await res.text(), text);
+  await assert.rejects(alice.c.upload(new Blob(['<svg xmlns="http://www.w3.org/2000/svg"/>'], { type: 'image/svg+xml' }), { name: 'x.svg' }),
+    (e) => e.reason === 'object_type_refused');
+});

@@ -359,9 +359,11 @@ describe('message stream', () => {
   /** serve answers 1005 pulls from a seq → message map (placeholders where null). */
   function serve(store, maxSeq, pending = []) {
     srv.on(1005, (f, reply) => {
-      const from = f.data.begin_seq;
+      const limit = f.data.limit || 100;
+      const top = f.data.end_seq || maxSeq;
+      const from = f.data.begin_seq || Math.max(1, top - limit + 1);
       const messages = [];
-      for (let s = from; s <= maxSeq && messages.length < (f.data.limit || 100); s++) {
+      for (let s = from; s <= top && messages.length < limit; s++) {
         if (pending.includes(s)) break;
         messages.push(store.has(s) ? store.get(s) : { seq: s, status: 'unavailable' });
       }
@@ -484,5 +486,145 @@ describe('message stream', () => {
     assert.equal(ev.recall[0].seq, 7);
     assert.equal(ev.recall[0].revokerId, 'bob');
     assert.equal(ev.group[0].msg_type, 1501);
+  });
+
+  test('history: the page below the stream start, then earlier pages; history and stream never overlap', async () => {
+    srv.on(1001, (f, reply) => reply({ conversations: { si_alice_bob: { max_seq: 130, min_seq: 1, read_seq: 120, delivered_seq: 125 } }, next_cursor: '' }));
+    const store = new Map();
+    for (let s = 1; s <= 130; s++) store.set(s, msg(s));
+    srv.on(1005, (f, reply) => {
+      const d = f.data;
+      const limit = d.limit || 100;
+      const messages = [];
+      if (d.end_seq) for (let s = Math.max(1, d.end_seq - limit + 1); s <= d.end_seq; s++) messages.push(store.get(s));
+      else for (let s = d.begin_seq; s <= 130 && messages.length < limit; s++) messages.push(store.get(s));
+      reply({ messages, min_seq: 1, max_seq: 130, pending_seqs: [] });
+    });
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    const connected = c.connect();
+    const first = await c.history('si_alice_bob', { limit: 50 });
+    await connected;
+    assert.equal(first.end, 125);
+    assert.deepEqual([first.messages[0].seq, first.messages.at(-1).seq, first.messages.length, first.hasMore], [76, 125, 50, true]);
+    await waitFor(() => got.length === 5, 3000, 'the stream above the cursor');
+    assert.deepEqual(got, [126, 127, 128, 129, 130]);
+    const earlier = await c.history('si_alice_bob', { before: 76, limit: 100 });
+    assert.deepEqual([earlier.messages[0].seq, earlier.messages.at(-1).seq, earlier.hasMore], [1, 75, false]);
+    assert.deepEqual(await c.history('si_alice_bob', { before: 1 }), { messages: [], end: 0, hasMore: false, minSeq: 0, maxSeq: 0 });
+  });
+
+  test('history of a conversation the stream has not started: the newest page, the stream continues above it', async () => {
+    serve(new Map([[1, msg(1)], [2, msg(2)], [3, msg(3)]]), 3);
+    srv.on(1001, (f, reply) => reply(null, 'unknown_request'));
+    const c = client({ syncTimeout: 100 });
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    srv.on(1005, (f, reply) => reply({ messages: [msg(1), msg(2), msg(3)], min_seq: 1, max_seq: 3, pending_seqs: [] }));
+    const page = await c.history('si_alice_bob');
+    assert.deepEqual([page.end, page.messages.map((m) => m.seq), page.hasMore], [3, [1, 2, 3], false]);
+    srv.last.ws.send(frame(2001, msg(4)));
+    await waitFor(() => got.length === 1);
+    assert.deepEqual(got, [4]);
+  });
+
+  test('history of a conversation new since the sync: the newest page, not an empty one', async () => {
+    serve(new Map([[1, msg(1, 'sg_g1', { msg_type: 1501, session_type: 3, sender_id: 'alice' })]]), 1);
+    const c = client();
+    const got = [];
+    c.on('message', (m) => got.push(m.seq));
+    await c.connect();
+    await srv.until(() => srv.frames(1001).length === 1);
+    await waitFor(() => c._synced);
+    const page = await c.history('sg_g1');
+    assert.deepEqual([page.end, page.messages.map((m) => m.seq), page.hasMore], [1, [1], false]);
+    assert.deepEqual(got, []);
+  });
+
+  test('an error push that answers no request is an error event', async () => {
+    serve(new Map(), 0);
+    const c = client();
+    const errs = [];
+    c.on('error', (e) => errs.push(e));
+    await c.connect();
+    srv.last.ws.send(frame(3001, { reason: 'internal_error', detail: 'x' }, { err_code: 1001, err_msg: 'internal_error' }));
+    await waitFor(() => errs.length === 1);
+    assert.deepEqual([errs[0].reason, errs[0].detail, c.state], ['internal_error', 'x', 'connected']);
+  });
+});
+
+describe('message actions and media', () => {
+  test('edit, edits, deleteMessages, react, readBy, report go out as 1106–1113 with the routes\' bodies', async () => {
+    for (const id of [1106, 1107, 1108, 1109, 1110, 1113]) srv.on(id, (f, reply) => reply({ echo: f.data }));
+    const c = client();
+    await c.connect();
+    assert.deepEqual((await c.edit('si_alice_bob', 3, { text: 'fixed' })).echo, { conversation_id: 'si_alice_bob', seq: 3, content: { text: 'fixed' } });
+    assert.deepEqual((await c.edits('si_alice_bob', 3)).echo, { conversation_id: 'si_alice_bob', seq: 3 });
+    assert.deepEqual((await c.deleteMessages('si_alice_bob', [3, 4], 'everyone')).echo, { conversation_id: 'si_alice_bob', seqs: [3, 4], scope: 'everyone' });
+    assert.deepEqual((await c.deleteMessages('si_alice_bob', [5])).echo.scope, 'self');
+    assert.deepEqual((await c.react('si_alice_bob', 3, '👍')).echo, { conversation_id: 'si_alice_bob', seq: 3, emoji: '👍', op: 'add' });
+    assert.deepEqual((await c.react('si_alice_bob', 3, '👍', 'remove')).echo.op, 'remove');
+    assert.deepEqual((await c.readBy('sg_g1', 7, { limit: 10 })).echo, { conversation_id: 'sg_g1', seq: 7, limit: 10 });
+    assert.deepEqual((await c.report('sg_g1', 7, 'spam')).echo, { conversation_id: 'sg_g1', seq: 7, reason: 'spam' });
+    srv.on(1106, (f, reply) => reply(null, 'edit_window_passed'));
+    await assert.rejects(c.edit('si_alice_bob', 3, { text: 'late' }), (e) => e.reason === 'edit_window_passed');
+  });
+
+  test('quote goes out in the send', async () => {
+    acceptSends();
+    const c = client();
+    await c.connect();
+    await c.send({ recvId: 'bob', msgType: 101, content: { text: 're' }, quote: { seq: 2 } }).accepted;
+    assert.deepEqual(srv.frames(1003)[0].data.quote, { seq: 2 });
+  });
+
+  test('edit, reaction, delete and readCounts events, after their messages', async () => {
+    srv.on(1005, (f, reply) => reply({ messages: [], min_seq: 1, max_seq: 0, pending_seqs: [] }));
+    const c = client();
+    const ev = { edit: [], reaction: [], delete: [], readCounts: [], message: [] };
+    for (const k of Object.keys(ev)) c.on(k, (x) => ev[k].push(x));
+    await c.connect();
+    const ws = srv.last.ws;
+    const note = (seq, type, custom, conv = 'si_alice_bob') => frame(2001, msg(seq, conv, { msg_type: type, client_msg_id: `sys:${seq}`, content: { custom } }));
+    ws.send(note(1, 1601, { conversation_id: 'si_alice_bob', seq: 9, editor_id: 'bob', edit_version: 2, edited_at: 5, content: { text: 'v2' } }));
+    ws.send(note(2, 1602, { conversation_id: 'si_alice_bob', seq: 9, user_id: 'bob', emoji: '🎉', op: 'add', count: 3 }));
+    ws.send(note(3, 1603, { conversation_id: 'si_alice_bob', seqs: [8, 9], scope: 'everyone', deleter_id: 'bob', deleted_at: 6 }));
+    ws.send(note(1, 1604, { conversation_id: 'si_alice_bob', seqs: [7], scope: 'self', deleter_id: 'alice', deleted_at: 7 }, 'si_alice_alice'));
+    ws.send(frame(2104, { conversation_id: 'sg_g1', counts: [{ seq: 4, read_count: 2, member_count: 5 }] }));
+    await waitFor(() => ev.delete.length === 2 && ev.readCounts.length === 1 && ev.reaction.length === 1 && ev.edit.length === 1);
+    const { notification: n1, ...e1 } = ev.edit[0];
+    assert.deepEqual(e1, { conversationId: 'si_alice_bob', seq: 9, editorId: 'bob', editVersion: 2, editedAt: 5, content: { text: 'v2' } });
+    assert.equal(n1.seq, 1);
+    const { notification: n2, ...r } = ev.reaction[0];
+    assert.deepEqual(r, { conversationId: 'si_alice_bob', seq: 9, userId: 'bob', emoji: '🎉', op: 'add', count: 3 });
+    assert.deepEqual(ev.delete.map(({ notification, ...d }) => d), [
+      { conversationId: 'si_alice_bob', seqs: [8, 9], scope: 'everyone', deleterId: 'bob', deletedAt: 6 },
+      { conversationId: 'si_alice_bob', seqs: [7], scope: 'self', deleterId: 'alice', deletedAt: 7 },
+    ]);
+    assert.deepEqual(ev.readCounts[0], { conversationId: 'sg_g1', counts: [{ seq: 4, read_count: 2, member_count: 5 }] });
+    assert.equal(ev.message.length, 4);
+  });
+
+  test('upload: multipart POST /object/upload with the token, progress at the end without XMLHttpRequest', async () => {
+    const seen = [];
+    const fetch = async (url, init) => {
+      seen.push({ url, auth: init.headers.Authorization, file: init.body.get('file'), purpose: init.body.get('purpose'), ct: init.headers['Content-Type'] });
+      return new Response(JSON.stringify({ err_code: 0, err_msg: '', data: { object_id: 'o1', size: 5 } }));
+    };
+    const c = client({ fetch });
+    const progress = [];
+    const obj = await c.upload(new Blob(['hello'], { type: 'text/plain' }), { name: 'a.txt', purpose: 'message', onProgress: (a, b) => progress.push([a, b]) });
+    assert.deepEqual(obj, { object_id: 'o1', size: 5 });
+    assert.equal(seen[0].url, `${srv.url}/object/upload`);
+    assert.equal(seen[0].auth, `Bearer ${token('alice')}`);
+    assert.equal(seen[0].ct, undefined); // fetch sets the multipart boundary
+    assert.equal(seen[0].file.name, 'a.txt');
+    assert.equal(await seen[0].file.text(), 'hello');
+    assert.equal(seen[0].purpose, 'message');
+    assert.deepEqual(progress, [[5, 5]]);
+    const refuse = async () => new Response(JSON.stringify({ err_code: 1, err_msg: 'object_type_refused', data: { reason: 'object_type_refused' } }), { status: 415 });
+    await assert.rejects(client({ fetch: refuse }).upload(new Blob(['<svg/>'])), (e) => e.reason === 'object_type_refused' && e.status === 415);
   });
 });

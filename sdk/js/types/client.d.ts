@@ -7,7 +7,7 @@
 export function userIdOf(token: string): string;
 /**
  * NexoClient is one user's session with a Nexo server. Events (on): state,
- * message, receipt, typing, recall, kicked, group, error.
+ * message, receipt, typing, recall, edit, reaction, delete, readCounts, kicked, group, error.
  * @extends {Emitter<ClientEvents>}
  */
 export class NexoClient extends Emitter<ClientEvents> {
@@ -84,6 +84,8 @@ export class NexoClient extends Emitter<ClientEvents> {
     /** @type {Map<string, Timeline>} */
     _convs: Map<string, Timeline>;
     _synced: boolean;
+    /** @type {Array<() => void>} history calls waiting for the first sync */
+    _syncWaiters: Array<() => void>;
     /** the last sync had no cursors: new conversations start at their first seq seen */
     _cursorless: boolean;
     /** @type {Map<string, OutgoingMessage>} every message not yet saved or failed, by clientMsgId */
@@ -261,6 +263,26 @@ export class NexoClient extends Emitter<ClientEvents> {
         limit?: number;
     }): Promise<PullResult>;
     /**
+     * history reads the page of a conversation's older messages that ends
+     * right below `before` — without `before`, right where its "message"
+     * stream starts (the delivered cursor the first sync read, or the newest
+     * seq for a conversation the stream has not started yet). Pages and the
+     * stream together hold every seq once, with no gap between them: show
+     * `history()` then the stream, and page back with
+     * `history(id, {before: lowestSeqShown})` while `hasMore`. The first call
+     * waits for the connect's sync (at most syncTimeout ms). Over HTTP when
+     * not connected.
+     * @param {string} conversationId
+     * @param {{before?: number, limit?: number}} [opts]  limit: default 50, at most 100
+     * @returns {Promise<HistoryPage>}
+     */
+    history(conversationId: string, opts?: {
+        before?: number;
+        limit?: number;
+    }): Promise<HistoryPage>;
+    /** _whenSynced resolves after the next sync, or after ms. @param {number} ms */
+    _whenSynced(ms: number): Promise<any>;
+    /**
      * markRead moves the read cursor of conversationId to seq (1101 read;
      * the other side gets a receipt). Never beyond what the user holds.
      * @param {string} conversationId @param {number} seq
@@ -318,6 +340,85 @@ export class NexoClient extends Emitter<ClientEvents> {
     search(query: Record<string, any>): Promise<{
         results: any[];
         next_cursor: string;
+    }>;
+    /**
+     * _action sends a message action over the WebSocket (it answers as the
+     * HTTP route) or, when not connected, over HTTP.
+     * @param {number} req @param {'GET' | 'POST'} method @param {string} path @param {Record<string, any>} data
+     */
+    _action(req: number, method: "GET" | "POST", path: string, data: Record<string, any>): Promise<any>;
+    /**
+     * edit replaces the text of the user's own text message (101/106) within
+     * msg.edit_window; everyone gets an "edit" event (1601) in seq order.
+     * @param {string} conversationId @param {number} seq @param {{text: string}} content
+     * @returns {Promise<any>} the server's answer (edit_version, edited_at, …)
+     */
+    edit(conversationId: string, seq: number, content: {
+        text: string;
+    }): Promise<any>;
+    /**
+     * edits lists a message's earlier versions, oldest first (1107, GET /msg/edits).
+     * @param {string} conversationId @param {number} seq
+     * @returns {Promise<any>}
+     */
+    edits(conversationId: string, seq: number): Promise<any>;
+    /**
+     * deleteMessages deletes 1–100 seqs, all or none: scope "self" hides them
+     * for this user's devices (a "delete" event in the user's own
+     * conversation), "everyone" leaves tombstones for all (own messages, or
+     * any for a group's owner and admins).
+     * @param {string} conversationId @param {number[]} seqs @param {'self' | 'everyone'} [scope]
+     * @returns {Promise<any>}
+     */
+    deleteMessages(conversationId: string, seqs: number[], scope?: "self" | "everyone"): Promise<any>;
+    /**
+     * react adds (or with op "remove" takes back) one emoji on a message;
+     * everyone gets a "reaction" event with the count after the change.
+     * @param {string} conversationId @param {number} seq @param {string} emoji @param {'add' | 'remove'} [op]
+     * @returns {Promise<any>}
+     */
+    react(conversationId: string, seq: number, emoji: string, op?: "add" | "remove"): Promise<any>;
+    /**
+     * readBy tells who read a message: {read_count, member_count,
+     * read_user_ids, unread_user_ids, next_cursor} (a page of at most 500).
+     * @param {string} conversationId @param {number} seq @param {{cursor?: string, limit?: number}} [page]
+     * @returns {Promise<{read_count: number, member_count: number, read_user_ids: string[], unread_user_ids: string[], next_cursor: string}>}
+     */
+    readBy(conversationId: string, seq: number, page?: {
+        cursor?: string;
+        limit?: number;
+    }): Promise<{
+        read_count: number;
+        member_count: number;
+        read_user_ids: string[];
+        unread_user_ids: string[];
+        next_cursor: string;
+    }>;
+    /**
+     * report reports a message to the moderators (docs/moderation.md):
+     * → {report_id, status, created_at, duplicate}.
+     * @param {string} conversationId @param {number} seq @param {string} reason
+     * @returns {Promise<any>}
+     */
+    report(conversationId: string, seq: number, reason: string): Promise<any>;
+    /**
+     * upload stores a file (POST /object/upload, docs/media.md) and resolves
+     * with the object; send it as a reference, e.g. `{msgType: 102, content:
+     * {image: {object_id}}}`. onProgress(sent, total) follows the upload.
+     * @param {Blob} file
+     * @param {{name?: string, purpose?: 'message' | 'avatar', onProgress?: (sent: number, total: number) => void, signal?: AbortSignal}} [opts]
+     * @returns {Promise<any>}
+     */
+    upload(file: Blob, opts?: {
+        name?: string;
+        purpose?: "message" | "avatar";
+        onProgress?: (sent: number, total: number) => void;
+        signal?: AbortSignal;
+    }): Promise<any>;
+    /** objectUrl: a signed URL of an object the user may see → {url, expires_at}. @param {string} objectId @param {'original' | 'thumbnail'} [variant] */
+    objectUrl(objectId: string, variant?: "original" | "thumbnail"): Promise<{
+        url: string;
+        expires_at: number;
     }>;
     /** @param {string} [userId] */
     userInfo(userId?: string): Promise<any>;
@@ -465,9 +566,9 @@ export type Message = {
     conversation_id: string;
     seq: number;
     /**
-     * unavailable: a placeholder, the seq will never hold a message
+     * unavailable: a placeholder, the seq will never hold a message; deleted: a tombstone
      */
-    status: "normal" | "revoked" | "unavailable";
+    status: "normal" | "revoked" | "deleted" | "unavailable";
     server_msg_id?: string | undefined;
     client_msg_id?: string | undefined;
     sender_id?: string | undefined;
@@ -478,6 +579,29 @@ export type Message = {
     content?: Record<string, any> | undefined;
     at_user_ids?: string[] | undefined;
     send_at?: number | undefined;
+    /**
+     * an edited message's version (pulls)
+     */
+    edit_version?: number | undefined;
+    edited_at?: number | undefined;
+    /**
+     * (pulls)
+     */
+    reactions?: {
+        emoji: string;
+        count: number;
+        me: boolean;
+    }[] | undefined;
+    /**
+     * the quoted message's snapshot
+     */
+    quote?: {
+        seq: number;
+        sender_id?: string;
+        msg_type?: number;
+        preview?: string;
+        status?: string;
+    } | undefined;
 };
 export type ReceiptEvent = {
     conversationId: string;
@@ -503,6 +627,52 @@ export type KickedEvent = {
     reason: string;
     detail: string;
 };
+/**
+ * an edit (1601): show `content` when editVersion is above the one held
+ */
+export type EditEvent = {
+    conversationId: string;
+    seq: number;
+    editorId: string;
+    editVersion: number;
+    editedAt: number;
+    content: Record<string, any>;
+    notification: Message;
+};
+/**
+ * a reaction (1602): `count` is the emoji's count after the change
+ */
+export type ReactionEvent = {
+    conversationId: string;
+    seq: number;
+    userId: string;
+    emoji: string;
+    op: "add" | "remove";
+    count: number;
+    notification: Message;
+};
+/**
+ * a delete (1603 everyone: tombstones; 1604 self: hide them)
+ */
+export type DeleteEvent = {
+    conversationId: string;
+    seqs: number[];
+    scope: "everyone" | "self";
+    deleterId: string;
+    deletedAt: number;
+    notification: Message;
+};
+/**
+ * read counts of the user's own group messages (2104)
+ */
+export type ReadCountsEvent = {
+    conversationId: string;
+    counts: Array<{
+        seq: number;
+        read_count: number;
+        member_count: number;
+    }>;
+};
 export type ClientEvents = {
     state: ConnectionState;
     /**
@@ -514,11 +684,24 @@ export type ClientEvents = {
     recall: RecallEvent;
     kicked: KickedEvent;
     /**
+     * after its 1601 "message"
+     */
+    edit: EditEvent;
+    /**
+     * after its 1602 "message"
+     */
+    reaction: ReactionEvent;
+    /**
+     * after its 1603/1604 "message"
+     */
+    delete: DeleteEvent;
+    readCounts: ReadCountsEvent;
+    /**
      * a group notification (msg_type 1500–1599 in a group), after its "message"
      */
     group: Message;
     /**
-     * a failure the SDK cannot attach to a call (sync, the session ended)
+     * a failure the SDK cannot attach to a call (sync, the session ended, a 3001 error push that answers no request)
      */
     error: NexoError;
     /**
@@ -553,9 +736,11 @@ export type SendParams = {
      */
     clientMsgId?: string | undefined;
     /**
-     * the quoted message, sent as the send's `quote` field (refused as bad_request by a server without quotes)
+     * reply to this seq of the same conversation (the server stores a snapshot; quote_unavailable when the caller cannot see it)
      */
-    quote?: Record<string, any> | undefined;
+    quote?: {
+        seq: number;
+    } | undefined;
     atUserIds?: string[] | undefined;
 };
 export type PullResult = {
@@ -569,6 +754,22 @@ export type PullResult = {
      * seqs accepted but not saved yet ("not yet")
      */
     pendingSeqs: number[];
+};
+export type HistoryPage = {
+    /**
+     * ascending by seq, all at or below the page's `end`; placeholders for unavailable seqs
+     */
+    messages: Message[];
+    /**
+     * the highest seq the page covers (0: nothing to show)
+     */
+    end: number;
+    /**
+     * false once the page reaches the caller's first visible seq (min_seq)
+     */
+    hasMore: boolean;
+    minSeq: number;
+    maxSeq: number;
 };
 import { Emitter } from './emitter.js';
 import { HttpApi } from './http.js';
@@ -615,7 +816,7 @@ import { HttpApi } from './http.js';
  * @typedef {object} Message  a message as the server pushes and pulls it (docs/protocol.md, 2001)
  * @property {string} conversation_id
  * @property {number} seq
- * @property {'normal' | 'revoked' | 'unavailable'} status  unavailable: a placeholder, the seq will never hold a message
+ * @property {'normal' | 'revoked' | 'deleted' | 'unavailable'} status  unavailable: a placeholder, the seq will never hold a message; deleted: a tombstone
  * @property {string} [server_msg_id]
  * @property {string} [client_msg_id]
  * @property {string} [sender_id]
@@ -626,11 +827,19 @@ import { HttpApi } from './http.js';
  * @property {Record<string, any>} [content]
  * @property {string[]} [at_user_ids]
  * @property {number} [send_at]
+ * @property {number} [edit_version]  an edited message's version (pulls)
+ * @property {number} [edited_at]
+ * @property {Array<{emoji: string, count: number, me: boolean}>} [reactions]  (pulls)
+ * @property {{seq: number, sender_id?: string, msg_type?: number, preview?: string, status?: string}} [quote]  the quoted message's snapshot
  */
 /** @typedef {{conversationId: string, userId: string, ackType: 'delivered' | 'read', seq: number}} ReceiptEvent */
 /** @typedef {{conversationId: string, userId: string, typing: boolean}} TypingEvent */
 /** @typedef {{conversationId: string, seq: number, serverMsgId: string, senderId: string, revokerId: string, revokedAt: number, notification: Message}} RecallEvent */
 /** @typedef {{reason: string, detail: string}} KickedEvent */
+/** @typedef {{conversationId: string, seq: number, editorId: string, editVersion: number, editedAt: number, content: Record<string, any>, notification: Message}} EditEvent  an edit (1601): show `content` when editVersion is above the one held */
+/** @typedef {{conversationId: string, seq: number, userId: string, emoji: string, op: 'add' | 'remove', count: number, notification: Message}} ReactionEvent  a reaction (1602): `count` is the emoji's count after the change */
+/** @typedef {{conversationId: string, seqs: number[], scope: 'everyone' | 'self', deleterId: string, deletedAt: number, notification: Message}} DeleteEvent  a delete (1603 everyone: tombstones; 1604 self: hide them) */
+/** @typedef {{conversationId: string, counts: Array<{seq: number, read_count: number, member_count: number}>}} ReadCountsEvent  read counts of the user's own group messages (2104) */
 /**
  * @typedef {object} ClientEvents
  * @property {ConnectionState} state
@@ -639,8 +848,12 @@ import { HttpApi } from './http.js';
  * @property {TypingEvent} typing
  * @property {RecallEvent} recall
  * @property {KickedEvent} kicked
+ * @property {EditEvent} edit    after its 1601 "message"
+ * @property {ReactionEvent} reaction  after its 1602 "message"
+ * @property {DeleteEvent} delete  after its 1603/1604 "message"
+ * @property {ReadCountsEvent} readCounts
  * @property {Message} group     a group notification (msg_type 1500–1599 in a group), after its "message"
- * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended)
+ * @property {NexoError} error   a failure the SDK cannot attach to a call (sync, the session ended, a 3001 error push that answers no request)
  * @property {ReconnectingEvent} reconnecting  a reconnect is scheduled after `delay` ms
  * @property {any} push          every push frame (2xxx, 3001) as it arrived, before the SDK handles it
  */
@@ -652,7 +865,7 @@ import { HttpApi } from './http.js';
  * @property {number} msgType    101 text, 102 picture, 103 voice, 104 video, 105 file, 106 at-text (mentions), 110 custom
  * @property {Record<string, any>} content  the message body, e.g. text: "hi" for 101
  * @property {string} [clientMsgId]  default a new random ID; reuse one only to retry the same message
- * @property {Record<string, any>} [quote]  the quoted message, sent as the send's `quote` field (refused as bad_request by a server without quotes)
+ * @property {{seq: number}} [quote]  reply to this seq of the same conversation (the server stores a snapshot; quote_unavailable when the caller cannot see it)
  * @property {string[]} [atUserIds]
  */
 /**
@@ -661,6 +874,14 @@ import { HttpApi } from './http.js';
  * @property {number} minSeq
  * @property {number} maxSeq
  * @property {number[]} pendingSeqs  seqs accepted but not saved yet ("not yet")
+ */
+/**
+ * @typedef {object} HistoryPage
+ * @property {Message[]} messages  ascending by seq, all at or below the page's `end`; placeholders for unavailable seqs
+ * @property {number} end  the highest seq the page covers (0: nothing to show)
+ * @property {boolean} hasMore  false once the page reaches the caller's first visible seq (min_seq)
+ * @property {number} minSeq
+ * @property {number} maxSeq
  */
 /** Per-conversation ordering state. */
 declare class Timeline {
@@ -671,6 +892,8 @@ declare class Timeline {
     anchored: boolean;
     /** every seq ≤ hi has been emitted (or skipped) */
     hi: number;
+    /** seqs ≤ start are history (client.history), above it the stream */
+    start: number;
     maxSeq: number;
     /** @type {Map<number, Message | null>} seq → message waiting for the seqs below it; null: an own message (not emitted) */
     buffer: Map<number, Message | null>;

@@ -21,19 +21,22 @@ export class HttpApi {
     token: (hint?: {
         reason: string;
     }) => Promise<string>;
+    defaultFetch: typeof fetch;
     fetchFn: typeof fetch;
     /**
      * call sends one request. query values that are undefined are left out;
      * arrays are joined with commas.
      * @param {'GET' | 'POST' | 'PUT' | 'DELETE'} method
      * @param {string} path  e.g. "/group/info"
-     * @param {{query?: Record<string, any>, body?: any, auth?: boolean, tokenOverride?: string}} [opts]
-     *   auth false: no token; tokenOverride: this token instead of the client's
+     * @param {{query?: Record<string, any>, body?: any, form?: FormData, signal?: AbortSignal, auth?: boolean, tokenOverride?: string}} [opts]
+     *   auth false: no token; tokenOverride: this token instead of the client's; form: a multipart body instead of JSON
      * @returns {Promise<any>}
      */
     call(method: "GET" | "POST" | "PUT" | "DELETE", path: string, opts?: {
         query?: Record<string, any>;
         body?: any;
+        form?: FormData;
+        signal?: AbortSignal;
         auth?: boolean;
         tokenOverride?: string;
     }): Promise<any>;
@@ -105,6 +108,51 @@ export class HttpApi {
      * @param {Record<string, any>} query
      */
     search(query: Record<string, any>): Promise<any>;
+    /** edit: POST /msg/edit ({conversation_id, seq, content: {text}}) → the edited message's version. @param {Record<string, any>} body */
+    edit(body: Record<string, any>): Promise<any>;
+    /** edits: GET /msg/edits → a message's earlier versions, oldest first. @param {string} conversationId @param {number} seq */
+    edits(conversationId: string, seq: number): Promise<any>;
+    /** deleteMessages: POST /msg/delete ({conversation_id, seqs (1–100), scope: "self" | "everyone"}). @param {Record<string, any>} body */
+    deleteMessages(body: Record<string, any>): Promise<any>;
+    /** react: POST /msg/reaction ({conversation_id, seq, emoji, op: "add" | "remove"}). @param {Record<string, any>} body */
+    react(body: Record<string, any>): Promise<any>;
+    /**
+     * readBy: GET /msg/read_by → {read_count, member_count, read_user_ids, unread_user_ids, next_cursor}.
+     * @param {string} conversationId @param {number} seq @param {Page} [page]
+     */
+    readBy(conversationId: string, seq: number, page?: Page): Promise<any>;
+    /** report: POST /msg/report ({conversation_id, seq, reason}) → {report_id, status, created_at, duplicate}. @param {Record<string, any>} body */
+    report(body: Record<string, any>): Promise<any>;
+    /**
+     * upload: POST /object/upload (multipart/form-data, field `file`, up to
+     * objects.max_direct_bytes) → the object {object_id, name, content_type,
+     * size, sha256, width?, height?, has_thumbnail}. onProgress gets
+     * (sentBytes, totalBytes) as the body goes out — with XMLHttpRequest where
+     * there is one (browsers); elsewhere once, at the end.
+     * @param {Blob} file
+     * @param {{name?: string, purpose?: 'message' | 'avatar', onProgress?: (sent: number, total: number) => void, signal?: AbortSignal}} [opts]
+     * @returns {Promise<any>}
+     */
+    upload(file: Blob, opts?: {
+        name?: string;
+        purpose?: "message" | "avatar";
+        onProgress?: (sent: number, total: number) => void;
+        signal?: AbortSignal;
+    }): Promise<any>;
+    /**
+     * objectUrl: GET /object/url → {url, expires_at}: a signed URL that needs
+     * no token, for one variant, until expires_at (Unix ms). A URL the server
+     * gives relative (the local backend without objects.public_url) comes
+     * back absolute, resolved against the client's url.
+     * @param {string} objectId @param {'original' | 'thumbnail'} [variant]
+     * @returns {Promise<{url: string, expires_at: number}>}
+     */
+    objectUrl(objectId: string, variant?: "original" | "thumbnail"): Promise<{
+        url: string;
+        expires_at: number;
+    }>;
+    /** objectInfo: GET /object/info → the object's metadata. @param {string} objectId */
+    objectInfo(objectId: string): Promise<any>;
 }
 export type HttpOptions = {
     /**

@@ -30,6 +30,12 @@ export const Req: Readonly<{
     TYPING: 1103;
     APP_STATE: 1104;
     SEARCH: 1105;
+    EDIT: 1106;
+    EDITS: 1107;
+    DELETE: 1108;
+    REACTION: 1109;
+    READ_BY: 1110;
+    REPORT: 1113;
 }>;
 /** Push identifiers, server → client. */
 export const Push: Readonly<{
@@ -38,6 +44,7 @@ export const Push: Readonly<{
     ACK: 2101;
     GROUP_NOTIFY: 2102;
     TYPING: 2103;
+    READ_COUNTS: 2104;
     ERROR: 3001;
 }>;
 /** Session types (OpenIM's numbers). */
@@ -56,6 +63,10 @@ export const MsgType: Readonly<{
     CUSTOM: 110;
     NOTIFICATION_MIN: 1500;
     REVOKE_NOTIFICATION: 1600;
+    EDIT_NOTIFICATION: 1601;
+    REACTION_NOTIFICATION: 1602;
+    DELETE_NOTIFICATION: 1603;
+    DELETE_SELF_NOTIFICATION: 1604;
 }>;
 /** Close codes the server sends (docs/protocol.md, "Close codes"). */
 export const CloseCode: Readonly<{

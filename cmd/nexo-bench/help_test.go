@@ -22,3 +22,20 @@ func TestHelpListsEveryCommand(t *testing.T) {
 		}
 	}
 }
+
+// `run --scenario upload` is the upload command, with the rest of the
+// arguments as its flags.
+func TestUploadScenarioIsTheUploadCommand(t *testing.T) {
+	for _, args := range [][]string{
+		{"--scenario", "upload", "--count", "3"},
+		{"--count", "3", "-scenario=upload"},
+	} {
+		rest, ok := uploadScenario(args)
+		if !ok || len(rest) != 2 || rest[0] != "--count" || rest[1] != "3" {
+			t.Errorf("%q: %q %v, want [--count 3] true", args, rest, ok)
+		}
+	}
+	if _, ok := uploadScenario([]string{"--scenario", "single"}); ok {
+		t.Error("--scenario single taken for upload")
+	}
+}

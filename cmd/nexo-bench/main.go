@@ -47,6 +47,9 @@ func cli(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && (args[0] == "run" || args[0] == "suite" || args[0] == "summarize" || args[0] == "upload" || args[0] == "help") {
 		name, args = args[0], args[1:]
 	}
+	if rest, ok := uploadScenario(args); name == "run" && ok {
+		name, args = "upload", rest
+	}
 	var err error
 	switch name {
 	case "help":
@@ -212,4 +215,21 @@ func execute(ctx context.Context, o *options, sw modeSwitch, stdout, stderr io.W
 		return errFailedRun
 	}
 	return nil
+}
+
+// uploadScenario reports whether run's args select the upload scenario
+// (--scenario upload, or =upload), and returns them without it: `run
+// --scenario upload` is `upload`, whose flags the rest must be.
+func uploadScenario(args []string) ([]string, bool) {
+	for i, a := range args {
+		switch a {
+		case "--scenario=upload", "-scenario=upload":
+			return append(append([]string{}, args[:i]...), args[i+1:]...), true
+		case "--scenario", "-scenario":
+			if i+1 < len(args) && args[i+1] == "upload" {
+				return append(append([]string{}, args[:i]...), args[i+2:]...), true
+			}
+		}
+	}
+	return nil, false
 }

@@ -88,7 +88,7 @@ type serverOptions struct {
 func (o *options) register(fs *flag.FlagSet) {
 	fs.StringVar(&o.URL, "url", "http://127.0.0.1:8080", "Nexo base URL (HTTP API and /ws); a comma-separated list spreads WebSocket connections over the instances round-robin (HTTP goes to the first)")
 	fs.BoolVar(&o.InProcess, "inprocess", false, "start Nexo in this process against --mysql-dsn and --redis-addr instead of using --url")
-	fs.StringVar(&o.Scenario, "scenario", "single", "single | group | connect | reconnect")
+	fs.StringVar(&o.Scenario, "scenario", "single", "single | group | connect | reconnect | upload (the upload command: uploads per size class, its own flags)")
 	fs.StringVar(&o.Label, "label", "", "name of the run in reports (default: derived from the scenario and load)")
 	fs.Float64Var(&o.Rate, "rate", 1000, "open loop: target msg/s over all senders, each message due at a scheduled time; 0 selects the closed loop")
 	fs.IntVar(&o.Inflight, "inflight", 1, "closed loop (--rate 0): messages in flight per sender")

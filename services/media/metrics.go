@@ -1,6 +1,10 @@
 package media
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/nexo-im/nexo/domain"
+)
 
 type metrics struct {
 	uploads      *prometheus.CounterVec
@@ -34,6 +38,16 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		cleaned: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "object_cleaned_total", Help: "Objects the cleaner deleted: orphan (never sent) or upload (multipart never completed).",
 		}, []string{"kind"}),
+	}
+	// Every kind and the usual causes exist at 0 from the start, so a
+	// dashboard's rate() has a series before the first upload or refusal.
+	for _, kind := range []string{"direct", "multipart_initiated", "multipart"} {
+		m.uploads.WithLabelValues(kind)
+	}
+	for _, cause := range []error{domain.ErrObjectTypeMismatch, domain.ErrObjectTypeRefused, domain.ErrImageTooLarge,
+		domain.ErrObjectNameInvalid, domain.ErrObjectAccessDenied, domain.ErrObjectTooLarge, domain.ErrQuotaExceeded,
+		domain.ErrObjectIncomplete, domain.ErrInvalidArgument} {
+		m.refusals.WithLabelValues(cause.Error())
 	}
 	if reg != nil {
 		reg.MustRegister(m.uploads, m.bytes, m.refusals, m.thumbLatency, m.stored, m.cleaned)

@@ -243,6 +243,8 @@ func (s *suite) steps() []suiteStep {
 			func(ctx context.Context) (SuiteEntry, error) { return s.searchable(ctx, "search-1k") }},
 		suiteStep{"search-cost", "50 pairs, closed loop until ACK(saved), 10 s: search on (A) vs off (B), 3 runs each: saved msg/s on ≥ 0.9× off",
 			func(ctx context.Context) (SuiteEntry, error) { return s.searchCost(ctx, "search-cost") }},
+		suiteStep{"push-cost", "50 pairs, closed loop until ACK(saved), 10 s: built-in push off (A) vs Web Push configured (B), 3 runs each: saved msg/s on ≥ 0.95× off",
+			func(ctx context.Context) (SuiteEntry, error) { return s.pushCost(ctx, "push-cost") }},
 		suiteStep{"redis-cluster-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: Redis standalone (A) vs a 3-master Redis Cluster with a replica each (B), 3 runs each",
 			func(ctx context.Context) (SuiteEntry, error) { return s.redisCluster(ctx, "redis-cluster-5k") }},
 		suiteStep{"limits-5k", "single chat, 100 pairs, 5,000 msg/s for 2 s: per-user send limit off (A) vs the default 100/s (B), 3 runs each",

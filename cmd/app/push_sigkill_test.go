@@ -158,13 +158,14 @@ func decryptWebPush(body []byte, ua *ecdh.PrivateKey, auth []byte) ([]byte, erro
 
 // TestBuiltInPushSIGKILLMidBatch: two `nexo serve` processes on one
 // database, Redis and key prefix, built-in Web Push towards a local
-// endpoint that hangs. Messages to an offline recipient with a Web Push
-// device are sent; once a sender holds a batch whose requests hang, the
-// instance holding the most pending jobs gets SIGKILL, the endpoint is
+// endpoint that hangs. p1 alone takes the first notification to an
+// offline recipient's Web Push device and hangs on it; the rest of the
+// messages queue as send jobs; p2 starts, reads them as one batch and
+// hangs on it; p2 gets SIGKILL with that batch in flight, the endpoint is
 // released, and every message must still produce at least one accepted
 // notification (at least once: duplicates are counted and logged) from
-// the surviving instance, which takes the dead one's jobs over once they
-// have been idle push.retry_backoff.
+// p1, which takes the dead instance's jobs over once they have been idle
+// push.retry_backoff.
 func TestBuiltInPushSIGKILLMidBatch(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs two nexo processes")
@@ -185,26 +186,51 @@ func TestBuiltInPushSIGKILLMidBatch(t *testing.T) {
 		"NEXO_CLUSTER_HEARTBEAT_INTERVAL=250ms", "NEXO_CLUSTER_INSTANCE_TTL=3s",
 		"NEXO_PUSH_ENABLED=true", "NEXO_PUSH_WEBPUSH_VAPID_PUBLIC_KEY=" + pub, "NEXO_PUSH_WEBPUSH_VAPID_PRIVATE_KEY=" + priv,
 		"NEXO_PUSH_WEBPUSH_ALLOW_INSECURE_ENDPOINTS=true", "NEXO_PUSH_WEBPUSH_CONCURRENCY=4",
-		// A job idle retry_backoff is taken over by another instance: long
-		// enough that the survivor does not take the batch while the victim
-		// still holds it (the kill follows the first hung request at once),
-		// short enough for the deadline below. timeout outlasts the hang.
-		"NEXO_PUSH_RETRY_BACKOFF=4s", "NEXO_PUSH_RETRY_BACKOFF_MAX=4s", "NEXO_PUSH_MAX_ATTEMPTS=50", "NEXO_PUSH_TIMEOUT=60s",
+		// A job idle push.retry_backoff is taken over by another instance
+		// (the send stage's claim min idle): long enough that p2 does not
+		// take p1's hung job while it starts, short enough for the deadline
+		// below. push.timeout outlasts the hang.
+		"NEXO_PUSH_RETRY_BACKOFF=8s", "NEXO_PUSH_RETRY_BACKOFF_MAX=8s", "NEXO_PUSH_MAX_ATTEMPTS=50", "NEXO_PUSH_TIMEOUT=90s",
 	}
-	procs := map[string]*nexoProc{}
-	for _, id := range []string{"p1", "p2"} {
-		procs[id] = startProc(t, bin, id, env)
+	p1 := startProc(t, bin, "p1", env)
+	ava := dial(t, p1.base, "ava", user(t, p1.base, "ava"))
+	benTok := user(t, p1.base, "ben") // logged in, never connected: no foreground session
+	if code, env := call(t, "POST", p1.base+"/push/devices", `{"provider":"webpush","platform_id":5,"subscription":`+ep.subscription()+`}`, benTok); code != 200 {
+		t.Fatalf("register ben's device: %d %v", code, env)
 	}
 
-	ava := dial(t, procs["p1"].base, "ava", user(t, procs["p1"].base, "ava"))
-	benTok := user(t, procs["p2"].base, "ben") // logged in, never connected: no foreground session
-	if code, env := call(t, "POST", procs["p2"].base+"/push/devices", `{"provider":"webpush","platform_id":5,"subscription":`+ep.subscription()+`}`, benTok); code != 200 {
-		t.Fatalf("register ben's device: %d %v", code, env)
+	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr})
+	t.Cleanup(func() { _ = rdb.Close() })
+	stream := push.NewKeys(cfg.Redis.KeyPrefix).Send(push.ProviderWebPush)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	// waitFor polls cond (the endpoint, the stream) with a deadline.
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting until %s", what)
+			}
+			time.Sleep(20 * time.Millisecond) // polling with a deadline
+		}
+	}
+	hanging := func() int {
+		ep.mu.Lock()
+		defer ep.mu.Unlock()
+		return ep.hanging
+	}
+	pending := func(consumer string) int64 {
+		p, err := rdb.XPending(ctx, stream, push.SendGroup).Result()
+		if err != nil {
+			t.Fatalf("XPENDING %s: %v", stream, err)
+		}
+		return p.Consumers[consumer]
 	}
 
 	const total = 40
 	var sent []string // server_msg_id of every accepted message
-	for i := range total {
+	send := func(i int) {
 		r := ava.send("ben", fmt.Sprintf("pk%03d", i), fmt.Sprintf("push me %d", i))
 		if r.ErrCode != 0 {
 			t.Fatalf("send %d: %d %s", i, r.ErrCode, r.ErrMsg)
@@ -215,52 +241,28 @@ func TestBuiltInPushSIGKILLMidBatch(t *testing.T) {
 		}
 		sent = append(sent, id)
 	}
-
-	// Wait until a sender holds jobs whose requests hang, then kill the
-	// instance with the most pending send jobs.
-	rdb := redis.NewClient(&redis.Options{Addr: cfg.Redis.Addr})
-	t.Cleanup(func() { _ = rdb.Close() })
-	stream := push.NewKeys(cfg.Redis.KeyPrefix).Send(push.ProviderWebPush)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	var victim string
-	var held int64
-	deadline := time.Now().Add(30 * time.Second)
-	for victim == "" {
-		ep.mu.Lock()
-		hanging := ep.hanging
-		ep.mu.Unlock()
-		if hanging > 0 {
-			p, err := rdb.XPending(ctx, stream, push.SendGroup).Result()
-			if err != nil {
-				t.Fatalf("XPENDING %s: %v", stream, err)
-			}
-			for name, n := range p.Consumers {
-				if _, ok := procs[name]; ok && n > held {
-					victim, held = name, n
-				}
-			}
-		}
-		if victim == "" {
-			if time.Now().After(deadline) {
-				t.Fatalf("no instance holds hanging Web Push jobs (hanging %d)", hanging)
-			}
-			time.Sleep(20 * time.Millisecond) // polling the endpoint and the stream with a deadline
-		}
+	send(0)
+	waitFor("p1 hangs on the first notification", func() bool { return hanging() >= 1 && pending("p1") >= 1 })
+	for i := 1; i < total; i++ {
+		send(i)
 	}
-	if err := procs[victim].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+	waitFor("every message is a send job", func() bool {
+		n, err := rdb.XLen(ctx, stream).Result()
+		return err == nil && n >= total
+	})
+
+	p2 := startProc(t, bin, "p2", env)
+	waitFor("p2 holds a batch whose requests hang", func() bool { return hanging() >= 2 && pending("p2") >= 1 })
+	held := pending("p2")
+	if err := p2.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	<-procs[victim].exited
+	<-p2.exited
 	close(ep.open)
-	survivor := "p1"
-	if victim == "p1" {
-		survivor = "p2"
-	}
-	t.Logf("SIGKILL %s holding %d pending Web Push jobs; %s survives", victim, held, survivor)
+	t.Logf("SIGKILL p2 holding %d pending Web Push jobs (p1 holds %d)", held, pending("p1"))
 
 	// Every message reaches the endpoint at least once.
-	deadline = time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		ep.mu.Lock()
 		missing := slices.DeleteFunc(slices.Clone(sent), func(id string) bool { return ep.got[id] > 0 })
@@ -273,7 +275,7 @@ func TestBuiltInPushSIGKILLMidBatch(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d messages never produced a notification after %s was killed, e.g. %s", len(missing), total, victim, missing[0])
+			t.Fatalf("%d of %d messages never produced a notification after p2 was killed, e.g. %s", len(missing), total, missing[0])
 		}
 		time.Sleep(50 * time.Millisecond) // polling the endpoint with a deadline
 	}

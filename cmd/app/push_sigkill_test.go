@@ -9,7 +9,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,8 +110,9 @@ func decryptWebPush(body []byte, ua *ecdh.PrivateKey, auth []byte) ([]byte, erro
 	if len(body) < 21 {
 		return nil, errors.New("short body")
 	}
+	// salt(16) | record size(4) | key id length(1) | key id (the
+	// sender's public key) | one record.
 	salt, idLen := body[:16], int(body[20])
-	_ = binary.BigEndian.Uint32(body[16:20]) // record size: one record here
 	if len(body) < 21+idLen {
 		return nil, errors.New("short key id")
 	}

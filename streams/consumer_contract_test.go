@@ -67,7 +67,7 @@ type bench struct {
 }
 
 const (
-	group   = "g"
+	group = "g"
 	// minIdle is long enough that a live consumer's touches (every
 	// minIdle/2) are not late on a loaded 2-core machine: at 150 ms a
 	// peer once claimed a slow consumer's entries in CI.

@@ -812,8 +812,10 @@ type Sync struct {
 	// ResendConcurrency bounds the resends one process runs at once (each
 	// costs two queries).
 	ResendConcurrency int `koanf:"resend_concurrency"`
-	// GroupReceiptMaxMembers: groups with more active members send no read
-	// receipts; 0 turns group read receipts off.
+	// GroupReceiptMaxMembers: groups with more active members send no
+	// per-reader read receipts (2101); 0 (the default) turns them off and
+	// leaves the read counts (2104). Set it (e.g. 200) only for clients that
+	// predate read counts.
 	GroupReceiptMaxMembers int `koanf:"group_receipt_max_members"`
 	// RevokeWait is how long a recall of an accepted but not yet saved
 	// message waits for the save before answering server_busy (the recall
@@ -1023,7 +1025,7 @@ func Default() Config {
 		},
 		Sync: Sync{
 			CursorFlushInterval: 50 * time.Millisecond, ResendSingleMax: 200, ResendGroupMax: 200,
-			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 200, ReadCountInterval: time.Second,
+			ResendLockTTL: 5 * time.Second, ResendConcurrency: 16, GroupReceiptMaxMembers: 0, ReadCountInterval: time.Second,
 			RevokeWait: 3 * time.Second, RecvOptCacheTTL: 5 * time.Second,
 		},
 		Webhooks: Webhooks{

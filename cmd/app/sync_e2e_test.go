@@ -185,7 +185,8 @@ func waitNewest(t *testing.T, base, token, conv string, seq float64) {
 // unread mention counts and read receipts.
 func TestConversationsAndRecallEndToEnd(t *testing.T) {
 	t.Parallel()
-	base := syncApp(t, nil)
+	// The per-reader group receipts an operator may still turn on.
+	base := syncApp(t, func(c *configs.Config) { c.Sync.GroupReceiptMaxMembers = 200 })
 	tokA, tokB, tokC := user(t, base, "amy"), user(t, base, "bo"), user(t, base, "cy")
 	a, b, c := dial(t, base, "amy", tokA), dial(t, base, "bo", tokB), dial(t, base, "cy", tokC)
 	ab := domain.SingleConversationID("amy", "bo")

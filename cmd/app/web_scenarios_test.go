@@ -473,6 +473,14 @@ func TestWebClientModel(t *testing.T) {
 	g.receipt('read', 'carol', 3);
 	g.receipt('delivered', 'dave', 5);
 	eq('group readers', [g.readersOf(gm), g.stateOf(gm)], [2, 'read']);
+	// Read counts (2104) alone make it read; the higher of the two counts.
+	const gm2 = { client_msg_id: 'g2', sender_id: 'alice', status: 'normal', state: 'saved', msg_type: 101 };
+	g.place(gm2, 6);
+	eq('group unread', [g.readersOf(gm2), g.stateOf(gm2)], [0, 'saved']);
+	gm2.readCount = 3;
+	eq('group read count', [g.readersOf(gm2), g.stateOf(gm2)], [3, 'read']);
+	g.receipt('read', 'bob', 6);
+	eq('count above receipts', g.readersOf(gm2), 3);
 
 	// The SDK's backoff (docs/sdk.md): full jitter, uniform in [0, min(30 s, 500 ms·2ⁿ)).
 	for (let n = 0; n < 12; n++) {

@@ -162,7 +162,7 @@ export class Conversation {
   /**
    * stateOf is what an own message shows: its pipeline state, raised to
    * delivered or read by the receipts (the peer's cursors in single chat;
-   * any reader's cursor in a group).
+   * in a group, the pushed read count (2104) or any reader's cursor).
    */
   stateOf(m) {
     if (m.state === 'failed' || m.state === 'sending' || !m.seq) return m.state || 'sending';
@@ -176,11 +176,16 @@ export class Conversation {
     return s;
   }
 
-  /** readersOf counts group members whose read cursor covers m (not me). */
+  /**
+   * readersOf counts group members who read m (not me): the server's read
+   * count of m (2104, m.readCount), or the readers whose cursor this client
+   * saw cover m (per-reader receipts, messages as receipts), whichever is
+   * higher — both only ever grow.
+   */
   readersOf(m) {
     let n = 0;
     for (const [user, seq] of this.readers) if (user !== this.me && seq >= m.seq) n++;
-    return n;
+    return Math.max(n, m.readCount || 0);
   }
 
   /** receipt applies a 2101 delivered/read push from user about seq. */

@@ -174,7 +174,7 @@ export class Client {
     if (!id) return '';
     if (id === this.me) return 'you';
     const u = this.users.get(id);
-    if (!u) this.ensureUser(id);
+    if (!u || u.retryAt) this.ensureUser(id);
     return u && u.nickname ? u.nickname : id;
   }
 
@@ -206,13 +206,25 @@ export class Client {
     this.sdk.typing(c.id, true).catch(() => {});
   }
 
+  /**
+   * ensureUser fetches id's profile once. A failed fetch (not visible yet,
+   * rate-limited, offline) is tried again at a later render, after 1 s,
+   * 2 s, 4 s … up to a minute, so a nickname shown as an ID early (say,
+   * before the group that makes the user visible existed) is corrected.
+   */
   async ensureUser(id) {
-    if (!id || this.users.has(id)) return;
-    this.users.set(id, { user_id: id });
+    if (!id) return;
+    const known = this.users.get(id);
+    if (known && !(known.retryAt && Date.now() >= known.retryAt)) return;
+    const failures = known ? known.failures || 0 : 0;
+    const wait = Math.min(60000, 1000 * 2 ** failures);
+    this.users.set(id, { user_id: id, failures: failures + 1, retryAt: Date.now() + wait });
     try {
       this.users.set(id, await this.api.get(`/user/info?user_id=${encodeURIComponent(id)}`));
       this.changed();
-    } catch { /* the ID alone is shown */ }
+    } catch {
+      setTimeout(() => this.changed(), wait + 10); // a render that asks again
+    }
   }
 
   async ensureGroup(groupID, force = false) {

@@ -49,20 +49,37 @@ func (s *suite) searchable(ctx context.Context, name string) (SuiteEntry, error)
 }
 
 // searchCost compares persisted throughput with search on (the suite's
-// server, A) and off (a second server, B): 50 pairs, closed loop, one
-// message in flight per sender until its ACK(saved), 3 alternating runs
-// each; the target is A/B ≥ searchCostTarget.
+// server, A) and off (a second server, B): closedSavedCompare; the target
+// is A/B ≥ searchCostTarget.
 func (s *suite) searchCost(ctx context.Context, name string) (SuiteEntry, error) {
-	jsonPath, htmlPath, e := s.files(name)
+	c, e, err := s.closedSavedCompare(ctx, name, []string{"NEXO_SEARCH_ENABLED=false"}, "search on (the default)", "search off")
+	if err != nil {
+		return e, err
+	}
+	ratio := 0.0
+	if off := c.B.Median["saved_per_s"]; off > 0 {
+		ratio = c.A.Median["saved_per_s"] / off
+	}
+	fmt.Fprintf(s.stdout, "   target: saved msg/s with search on ≥ %.2f× off: %.3f %s\n", searchCostTarget, ratio, atLeast(ratio, searchCostTarget))
+	return s.finishCompare(c, e, name, ratio >= searchCostTarget)
+}
+
+// closedSavedCompare runs 50 pairs, closed loop, one message in flight per
+// sender until its ACK(saved), 10 s after 2 s, 3 alternating runs each (1
+// with --quick): A on the suite's server, B on a second in-process server
+// on the same database and Redis with envB. modeA and modeB name the sides
+// in the report, which it prints.
+func (s *suite) closedSavedCompare(ctx context.Context, name string, envB []string, modeA, modeB string) (*CompareResult, SuiteEntry, error) {
+	_, _, e := s.files(name)
 	e.Kind = "compare"
 	so := s.so
 	so.FreshDB = false // the suite's server uses the database already
-	so.Env = []string{"NEXO_SEARCH_ENABLED=false"}
-	off, err := startInProcess(ctx, so, s.log)
+	so.Env = envB
+	other, err := startInProcess(ctx, so, s.log)
 	if err != nil {
-		return e, fmt.Errorf("start the server with search off: %w", err)
+		return nil, e, fmt.Errorf("start the server with %s: %w", modeB, err)
 	}
-	defer off.Close()
+	defer other.Close()
 	o := s.base()
 	o.Label, o.Pairs, o.Rate, o.Inflight, o.Await, o.Repeat = name, 50, 0, 1, ackSaved, 3
 	o.Warmup, o.Duration = 2*time.Second, s.scaled(10*time.Second)
@@ -71,27 +88,28 @@ func (s *suite) searchCost(ctx context.Context, name string) (SuiteEntry, error)
 	}
 	a, err := newSession(ctx, &o, s.srv.URL(), s.log)
 	if err != nil {
-		return e, err
+		return nil, e, err
 	}
 	defer a.close()
 	ob := o
-	b, err := newSession(ctx, &ob, off.URL(), s.log)
+	b, err := newSession(ctx, &ob, other.URL(), s.log)
 	if err != nil {
-		return e, err
+		return nil, e, err
 	}
 	defer b.close()
-	c, err := runCompare(ctx, s.log, &o, a, b, "", "search.enabled=false", nil)
+	c, err := runCompare(ctx, s.log, &o, a, b, "", modeB, nil)
 	if err != nil {
-		return e, err
+		return nil, e, err
 	}
-	c.A.Mode, c.B.Mode = "search on (the default)", "search off"
+	c.A.Mode, c.B.Mode = modeA, modeB
 	writeCompare(s.stdout, c)
-	ratio := 0.0
-	if off := c.B.Median["saved_per_s"]; off > 0 {
-		ratio = c.A.Median["saved_per_s"] / off
-	}
-	met := ratio >= searchCostTarget
-	fmt.Fprintf(s.stdout, "   target: saved msg/s with search on ≥ %.2f× off: %.3f %s\n", searchCostTarget, ratio, atLeast(ratio, searchCostTarget))
+	return c, e, nil
+}
+
+// finishCompare writes c's files; the step is OK when both sides had no
+// correctness failure and its target was met.
+func (s *suite) finishCompare(c *CompareResult, e SuiteEntry, name string, met bool) (SuiteEntry, error) {
+	jsonPath, htmlPath, _ := s.files(name)
 	e.OK = c.A.Median["failures"]+c.B.Median["failures"] == 0 && met
 	return e, writeOutputs(jsonPath, htmlPath, c, name, compareText(c), compareChart(c))
 }

@@ -24,15 +24,7 @@ func TestWebPushServiceWorkerHandlesPushes(t *testing.T) {
 	_, base := webApp(t)
 	b := newBrowser(t)
 	p := b.open("pia", base)
-	p.run("grant notifications", chromedp.ActionFunc(func(ctx context.Context) error {
-		info, err := target.GetTargetInfo().Do(ctx)
-		if err != nil {
-			return err
-		}
-		exec := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
-		return cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeNotifications}).
-			WithOrigin(base).WithBrowserContextID(info.BrowserContextID).Do(exec)
-	}))
+	p.grantNotifications(base)
 	regs := make(chan serviceworker.RegistrationID, 8)
 	chromedp.ListenTarget(p.ctx, func(ev any) {
 		if e, ok := ev.(*serviceworker.EventWorkerRegistrationUpdated); ok {
@@ -66,4 +58,19 @@ func TestWebPushServiceWorkerHandlesPushes(t *testing.T) {
 		`{"kind":"recall","conversation_id":"si_pia_quinn","server_msg_id":"m1","seq":1,"badge":2}`))
 	p.waitFor("the notification closed", `window.__shown && `+shown+`.length === 0`)
 	p.assertNoConsoleErrors()
+}
+
+// grantNotifications allows notifications for origin in p's browser
+// context, as a user's "Allow" would.
+func (p *page) grantNotifications(origin string) {
+	p.t.Helper()
+	p.run("grant notifications", chromedp.ActionFunc(func(ctx context.Context) error {
+		info, err := target.GetTargetInfo().Do(ctx)
+		if err != nil {
+			return err
+		}
+		exec := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
+		return cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeNotifications}).
+			WithOrigin(origin).WithBrowserContextID(info.BrowserContextID).Do(exec)
+	}))
 }

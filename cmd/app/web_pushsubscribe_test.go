@@ -1,7 +1,6 @@
 package app
 
 import (
-	"context"
 	"crypto/ecdh"
 	"crypto/rand"
 	"encoding/base64"
@@ -9,9 +8,6 @@ import (
 	"testing"
 
 	"github.com/SherClockHolmes/webpush-go"
-	cdpbrowser "github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -45,15 +41,7 @@ func TestWebPushRegistersTheSubscription(t *testing.T) {
 
 	p := b.open("sia", base)
 	p.register("sia")
-	p.run("grant notifications", chromedp.ActionFunc(func(ctx context.Context) error {
-		info, err := target.GetTargetInfo().Do(ctx)
-		if err != nil {
-			return err
-		}
-		exec := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
-		return cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeNotifications}).
-			WithOrigin(base).WithBrowserContextID(info.BrowserContextID).Do(exec)
-	}))
+	p.grantNotifications(base)
 	// The stand-in push service: it records the key it was asked to
 	// subscribe with and answers with the subscription a browser would.
 	p.run("stand-in PushManager", chromedp.Evaluate(fmt.Sprintf(`(() => {

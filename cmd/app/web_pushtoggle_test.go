@@ -1,14 +1,10 @@
 package app
 
 import (
-	"context"
 	"strings"
 	"testing"
 
 	"github.com/SherClockHolmes/webpush-go"
-	cdpbrowser "github.com/chromedp/cdproto/browser"
-	"github.com/chromedp/cdproto/cdp"
-	"github.com/chromedp/cdproto/target"
 	"github.com/chromedp/chromedp"
 )
 
@@ -29,15 +25,7 @@ func TestWebNotificationsToggle(t *testing.T) {
 	_, base := webAppWith(t, cfg)
 	p := b.open("pia", base)
 	p.register("pia")
-	p.run("grant notifications", chromedp.ActionFunc(func(ctx context.Context) error {
-		info, err := target.GetTargetInfo().Do(ctx)
-		if err != nil {
-			return err
-		}
-		exec := cdp.WithExecutor(ctx, chromedp.FromContext(ctx).Browser)
-		return cdpbrowser.GrantPermissions([]cdpbrowser.PermissionType{cdpbrowser.PermissionTypeNotifications}).
-			WithOrigin(base).WithBrowserContextID(info.BrowserContextID).Do(exec)
-	}))
+	p.grantNotifications(base)
 	p.run("enable notifications", chromedp.Click(`#push-toggle`, chromedp.ByQuery))
 	p.waitFor("an outcome", `/^Notifications (on|unavailable)/.test(document.getElementById('push-status').textContent)`)
 	p.waitFor("the push worker registered", `(navigator.serviceWorker.getRegistration('/assets/').then((r) => { window.__reg = !!r; }), window.__reg === true)`)

@@ -37,13 +37,13 @@ func TestDeleteForSelf(t *testing.T) {
 	if err != nil || latest[conv].Seq != s1 {
 		t.Fatalf("bob's latest is %+v, want seq %d (%v)", latest[conv], s1, err)
 	}
-	n := e.reg.waitNotices(t, "bob", actions.MsgHideNotification, 1)[0]
+	n := e.reg.WaitNotices(t, "bob", actions.MsgHideNotification, 1)[0]
 	if n["conversation_id"] != conv || n["scope"] != "self" {
 		t.Fatalf("hide notice %v", n)
 	}
 	// The notice was delivered to bob by the same push that would have
 	// reached alice, had she been a recipient.
-	if got := e.reg.notices("alice", actions.MsgHideNotification); len(got) != 0 {
+	if got := e.reg.Notices("alice", actions.MsgHideNotification); len(got) != 0 {
 		t.Fatalf("alice heard of bob's delete for self: %v", got)
 	}
 }
@@ -93,7 +93,7 @@ func TestDeleteForEveryone(t *testing.T) {
 				t.Fatalf("%s sees %+v, want a tombstone with its metadata", u, m)
 			}
 		}
-		if n := e.reg.waitNotices(t, u, actions.MsgDeleteNotification, 2); n[0]["scope"] != "everyone" {
+		if n := e.reg.WaitNotices(t, u, actions.MsgDeleteNotification, 2); n[0]["scope"] != "everyone" {
 			t.Fatalf("%s: delete notice %v", u, n[0])
 		}
 	}

@@ -43,7 +43,7 @@ func TestEditRules(t *testing.T) {
 	}
 	// The notice reaches the peer and the editor's own devices.
 	for _, u := range []string{"alice", "bob"} {
-		n := e.reg.waitNotices(t, u, actions.MsgEditNotification, 1)[0]
+		n := e.reg.WaitNotices(t, u, actions.MsgEditNotification, 1)[0]
 		if n["content"].(map[string]any)["text"] != "hello" || n["edit_version"].(float64) != 1 || int64(n["seq"].(float64)) != seq {
 			t.Fatalf("%s got edit notice %v", u, n)
 		}
@@ -131,7 +131,7 @@ func TestConcurrentEditsTotalOrder(t *testing.T) {
 	}
 	// Every device: the notices in seq order, keeping the highest version.
 	for _, u := range []string{"alice", "bob"} {
-		notices := e.reg.waitNotices(t, u, actions.MsgEditNotification, n)
+		notices := e.reg.WaitNotices(t, u, actions.MsgEditNotification, n)
 		lastVer, lastText := 0, ""
 		for _, nt := range notices {
 			if v := int(nt["edit_version"].(float64)); v > lastVer {

@@ -2,11 +2,9 @@ package actions_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"os"
-	gosync "sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/actions"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
@@ -35,108 +34,6 @@ var (
 	bg    = context.Background()
 )
 
-// push is one frame a fake connection received.
-type push struct {
-	code int
-	data map[string]any
-}
-
-// notice is the content.custom of a 2001 notification push, or nil.
-func (p push) notice(msgType domain.MsgType) map[string]any {
-	if p.code != wire.PushMsg || int64(p.data["msg_type"].(float64)) != int64(msgType) {
-		return nil
-	}
-	c, _ := p.data["content"].(map[string]any)
-	out, _ := c["custom"].(map[string]any)
-	return out
-}
-
-// fakeRegistry records every push per user; every user is online.
-type fakeRegistry struct {
-	mu      gosync.Mutex
-	got     map[string][]push
-	changed chan struct{}
-}
-
-func newFakeRegistry() *fakeRegistry {
-	return &fakeRegistry{got: map[string][]push{}, changed: make(chan struct{}, 1)}
-}
-
-func (r *fakeRegistry) PushToUser(_ context.Context, userID string, f ws.Frame, _ string) int {
-	var w struct {
-		ReqIdentifier int            `json:"req_identifier"`
-		Data          map[string]any `json:"data"`
-	}
-	if err := json.Unmarshal(f.Bytes(), &w); err != nil {
-		panic(err)
-	}
-	r.mu.Lock()
-	r.got[userID] = append(r.got[userID], push{code: w.ReqIdentifier, data: w.Data})
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-	return 1
-}
-
-func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int {
-	for _, u := range userIDs {
-		r.PushToUser(ctx, u, f, exceptConn)
-	}
-	return len(userIDs)
-}
-
-func (r *fakeRegistry) Online(string) bool { return true }
-func (r *fakeRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
-	return r.PushToUser(ctx, userID, f, "") > 0
-}
-func (r *fakeRegistry) ConnCount() int { return 0 }
-
-// notices returns user's notification pushes of msgType so far, in the
-// order they arrived.
-func (r *fakeRegistry) notices(user string, msgType domain.MsgType) []map[string]any {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []map[string]any
-	for _, p := range r.got[user] {
-		if n := p.notice(msgType); n != nil {
-			out = append(out, n)
-		}
-	}
-	return out
-}
-
-// pushes returns user's pushes with identifier code.
-func (r *fakeRegistry) pushes(user string, code int) []push {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []push
-	for _, p := range r.got[user] {
-		if p.code == code {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// waitNotices waits until user received n notices of msgType.
-func (r *fakeRegistry) waitNotices(t testing.TB, user string, msgType domain.MsgType, n int) []map[string]any {
-	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	for {
-		if got := r.notices(user, msgType); len(got) >= n {
-			return got
-		}
-		select {
-		case <-r.changed:
-		case <-deadline.C:
-			t.Fatalf("%s: timed out waiting for %d notices %d (have %d)", user, n, msgType, len(r.notices(user, msgType)))
-		}
-	}
-}
-
 // env is the actions over the real chat and group services on a fresh
 // MariaDB database and Redis prefix, pushes landing in a fake registry.
 type env struct {
@@ -145,7 +42,7 @@ type env struct {
 	db      *store.DB
 	rdb     redis.UniversalClient
 	keys    store.Keys
-	reg     *fakeRegistry
+	reg     *wstest.Recorder
 	msgs    *store.MessageRepo
 	repo    *store.ActionRepo
 	chat    *chat.Service
@@ -193,7 +90,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	db := storetest.MySQL(t)
 	rdb, prefix := o.redis(t)
 	skeys := streams.NewKeys(prefix, cfg.Streams.Shards)
-	e := &env{t: t, cfg: cfg, db: db, rdb: rdb, keys: store.Keys{Prefix: prefix}, reg: newFakeRegistry(),
+	e := &env{t: t, cfg: cfg, db: db, rdb: rdb, keys: store.Keys{Prefix: prefix}, reg: wstest.NewRecorder(wstest.EveryoneOnline),
 		msgs: store.NewMessageRepo(db), repo: store.NewActionRepo(db)}
 	seqs := store.NewSeqRepo(db)
 	convRepo := store.NewConversationRepo(db)
@@ -341,24 +238,4 @@ func wantReason(t testing.TB, err error, reason wire.Reason) {
 // chatPull is a range pull of [begin, end].
 func chatPull(conv string, begin, end int64) chat.PullRequest {
 	return chat.PullRequest{ConversationID: conv, BeginSeq: begin, EndSeq: end}
-}
-
-// waitPush waits for user's first push with identifier code that match
-// accepts.
-func (r *fakeRegistry) waitPush(t testing.TB, user string, code int, match func(push) bool) push {
-	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	for {
-		for _, p := range r.pushes(user, code) {
-			if match(p) {
-				return p
-			}
-		}
-		select {
-		case <-r.changed:
-		case <-deadline.C:
-			t.Fatalf("%s: timed out waiting for a %d push", user, code)
-		}
-	}
 }

@@ -5,6 +5,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/actions"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/sync"
@@ -75,8 +76,8 @@ func TestQuoteThroughPipeline(t *testing.T) {
 	if q := e.pullOne("alice", conv, ack.Seq).Quote; q == nil || q.Preview != "question?" {
 		t.Fatalf("stored quote %+v", q)
 	}
-	p := e.reg.waitPush(t, "alice", wire.PushMsg, func(p push) bool { return int64(p.data["seq"].(float64)) == ack.Seq })
-	if q, _ := p.data["quote"].(map[string]any); q == nil || q["preview"] != "question?" {
+	p := e.reg.WaitPush(t, "alice", wire.PushMsg, func(p wstest.Push) bool { return p.Int("seq") == ack.Seq })
+	if q, _ := p.Data["quote"].(map[string]any); q == nil || q["preview"] != "question?" {
 		t.Fatalf("the pushed reply carries no quote: %v", p)
 	}
 }

@@ -54,7 +54,7 @@ func TestReactionRules(t *testing.T) {
 	}
 	// 8 changes were announced, each to both parties.
 	for _, u := range []string{"alice", "bob"} {
-		n := e.reg.waitNotices(t, u, actions.MsgReactionNotification, 8)
+		n := e.reg.WaitNotices(t, u, actions.MsgReactionNotification, 8)
 		last := n[len(n)-1]
 		if last["op"] != "remove" || last["emoji"] != "👍" || last["user_id"] != "bob" || last["count"].(float64) != 1 {
 			t.Fatalf("%s: last reaction notice %v", u, last)
@@ -123,7 +123,7 @@ func TestReactionsFromHundredMembersAtOnce(t *testing.T) {
 		t.Fatalf("reactions %+v, want 🎉 × 100", m.Reactions)
 	}
 	// Every reaction reached the sender's devices exactly once.
-	n := e.reg.waitNotices(t, users[0], actions.MsgReactionNotification, 100)
+	n := e.reg.WaitNotices(t, users[0], actions.MsgReactionNotification, 100)
 	seen := map[string]bool{}
 	for _, x := range n {
 		u := x["user_id"].(string)

@@ -9,6 +9,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/actions"
 	"github.com/nexo-im/nexo/services/sync"
 )
@@ -98,19 +99,19 @@ func TestReadCountsCoalesced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	p := e.reg.waitPush(t, users[0], wire.PushReadCount, func(p push) bool {
-		counts, _ := p.data["counts"].([]any)
+	p := e.reg.WaitPush(t, users[0], wire.PushReadCount, func(p wstest.Push) bool {
+		counts, _ := p.Data["counts"].([]any)
 		if len(counts) == 0 {
 			return false
 		}
 		c := counts[len(counts)-1].(map[string]any)
 		return int64(c["seq"].(float64)) == seq && c["read_count"].(float64) == 20
 	})
-	c := p.data["counts"].([]any)[0].(map[string]any)
+	c := p.Data["counts"].([]any)[0].(map[string]any)
 	if c["member_count"].(float64) != 29 {
-		t.Fatalf("read count push %v", p.data)
+		t.Fatalf("read count push %v", p.Data)
 	}
-	if n := len(e.reg.pushes(users[0], wire.PushReadCount)); n >= 20 {
+	if n := len(e.reg.PushesOf(users[0], wire.PushReadCount)); n >= 20 {
 		t.Fatalf("%d read-count pushes for 20 reads: not coalesced", n)
 	}
 	res, err := e.svc.ReadBy(bg, users[0], actions.ReadByRequest{ConversationID: conv, Seq: seq})
@@ -118,10 +119,10 @@ func TestReadCountsCoalesced(t *testing.T) {
 		t.Fatalf("read by %+v %v", res, err)
 	}
 	// Nobody else gets read counts, and no per-reader group receipts.
-	if got := e.reg.pushes(users[5], wire.PushReadCount); len(got) != 0 {
+	if got := e.reg.PushesOf(users[5], wire.PushReadCount); len(got) != 0 {
 		t.Fatalf("a reader got read counts: %v", got)
 	}
-	if got := e.reg.pushes(users[0], wire.PushAck); len(got) > 1 {
+	if got := e.reg.PushesOf(users[0], wire.PushAck); len(got) > 1 {
 		t.Fatalf("the sender still gets per-reader receipts: %d", len(got))
 	}
 }

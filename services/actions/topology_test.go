@@ -8,6 +8,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/actions"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/sync"
@@ -56,10 +57,10 @@ func TestActionsOnRedisTopologies(t *testing.T) {
 			// Every member's devices get the three notices, in the order
 			// the actions were taken (their seqs).
 			for _, u := range []string{"alice", "bob", "carol"} {
-				e.reg.waitNotices(t, u, actions.MsgDeleteNotification, 1)
+				e.reg.WaitNotices(t, u, actions.MsgDeleteNotification, 1)
 				var kinds []int64
-				for _, p := range e.reg.pushes(u, wire.PushMsg) {
-					if mt := int64(p.data["msg_type"].(float64)); mt >= 1601 && mt <= 1603 {
+				for _, p := range e.reg.PushesOf(u, wire.PushMsg) {
+					if mt := p.Int("msg_type"); mt >= 1601 && mt <= 1603 {
 						kinds = append(kinds, mt)
 					}
 				}
@@ -72,8 +73,8 @@ func TestActionsOnRedisTopologies(t *testing.T) {
 				t.Fatalf("pull %+v", m)
 			}
 			// alice read it; carol's own send moved her read cursor past it.
-			e.reg.waitPush(t, "bob", wire.PushReadCount, func(p push) bool {
-				c := p.data["counts"].([]any)[0].(map[string]any)
+			e.reg.WaitPush(t, "bob", wire.PushReadCount, func(p wstest.Push) bool {
+				c := p.Data["counts"].([]any)[0].(map[string]any)
 				return c["read_count"].(float64) == 2 && c["member_count"].(float64) == 2
 			})
 		})

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/store"
@@ -84,138 +84,6 @@ func (n *seqNotifier) count() int {
 	return len(n.sent)
 }
 
-// frame is one push a fake connection received.
-type frame struct {
-	conn    string
-	code    int
-	seq     int64 // 2001: the message's seq; 2102: max_seq
-	msgType int
-	sender  string
-}
-
-// fakeRegistry is an in-memory connection registry that records every
-// frame per user and connection.
-type fakeRegistry struct {
-	mu      sync.Mutex
-	conns   map[string][]string
-	got     map[string][]frame
-	changed chan struct{}
-}
-
-func newFakeRegistry() *fakeRegistry {
-	return &fakeRegistry{conns: map[string][]string{}, got: map[string][]frame{}, changed: make(chan struct{}, 1)}
-}
-
-func (r *fakeRegistry) connect(user string, connIDs ...string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(connIDs) == 0 {
-		connIDs = []string{user + "/c1"}
-	}
-	r.conns[user] = append(r.conns[user], connIDs...)
-}
-
-func decodeFrame(f ws.Frame) (frame, error) {
-	var w struct {
-		ReqIdentifier int `json:"req_identifier"`
-		Data          struct {
-			Seq      int64  `json:"seq"`
-			MaxSeq   int64  `json:"max_seq"`
-			MsgType  int    `json:"msg_type"`
-			SenderID string `json:"sender_id"`
-		} `json:"data"`
-	}
-	if err := json.Unmarshal(f.Bytes(), &w); err != nil {
-		return frame{}, err
-	}
-	out := frame{code: w.ReqIdentifier, seq: w.Data.Seq, msgType: w.Data.MsgType, sender: w.Data.SenderID}
-	if w.ReqIdentifier == wire.PushGroupNotify {
-		out.seq = w.Data.MaxSeq
-	}
-	return out, nil
-}
-
-func (r *fakeRegistry) PushToUser(_ context.Context, userID string, f ws.Frame, exceptConn string) int {
-	fr, err := decodeFrame(f)
-	if err != nil {
-		panic(err)
-	}
-	r.mu.Lock()
-	n := 0
-	for _, c := range r.conns[userID] {
-		if c != exceptConn {
-			fr.conn = c
-			r.got[userID] = append(r.got[userID], fr)
-			n++
-		}
-	}
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-	return n
-}
-
-func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int {
-	n := 0
-	for _, u := range userIDs {
-		n += r.PushToUser(ctx, u, f, exceptConn)
-	}
-	return n
-}
-
-func (r *fakeRegistry) Online(userID string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.conns[userID]) > 0
-}
-
-// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
-// pushes under test go to users, not to one connection.
-func (r *fakeRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
-	return r.PushToUser(ctx, userID, f, "") > 0
-}
-
-func (r *fakeRegistry) ConnCount() int { return 0 }
-
-// frames returns a copy of what user received.
-func (r *fakeRegistry) frames(user string) []frame {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]frame(nil), r.got[user]...)
-}
-
-// reset forgets every received frame.
-func (r *fakeRegistry) reset() {
-	r.mu.Lock()
-	r.got = map[string][]frame{}
-	r.mu.Unlock()
-}
-
-// waitFor polls cond (under the registry's lock) until it holds.
-func (r *fakeRegistry) waitFor(t *testing.T, what string, cond func(got map[string][]frame) bool) {
-	t.Helper()
-	deadline := time.NewTimer(15 * time.Second)
-	defer deadline.Stop()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		r.mu.Lock()
-		ok := cond(r.got)
-		r.mu.Unlock()
-		if ok {
-			return
-		}
-		select {
-		case <-r.changed:
-		case <-tick.C:
-		case <-deadline.C:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // env is the group service on a fresh MariaDB database and Redis prefix,
 // with the seq notifier standing in for the message pipeline.
 type env struct {
@@ -229,7 +97,7 @@ type env struct {
 	cache    *store.GroupCache
 	members  *group.Members
 	fanout   *group.Fanout
-	reg      *fakeRegistry
+	reg      *wstest.Recorder
 	notifier *seqNotifier
 	svc      *group.Service
 }
@@ -249,7 +117,7 @@ func newEnvTB(t testing.TB, tweak ...func(*configs.Config)) *env {
 	db := storetest.MySQL(t)
 	rdb, prefix := storetest.Redis(t)
 	e := &env{t: t, cfg: cfg, db: db, rdb: rdb, keys: store.Keys{Prefix: prefix}, repo: store.NewGroupRepo(db),
-		users: store.NewUserRepo(db), reg: newFakeRegistry(), notifier: newSeqNotifier()}
+		users: store.NewUserRepo(db), reg: wstest.NewRecorder(wstest.OnlyConnected), notifier: newSeqNotifier()}
 	e.cache = store.NewGroupCache(rdb, e.keys, cfg.Group.MemberCacheTTL)
 	e.members = group.NewMembers(e.repo, e.cache, cfg.Group, nil, quiet)
 	e.fanout = group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), cfg.Group.Push, nil)

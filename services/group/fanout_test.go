@@ -47,9 +47,9 @@ func TestFanoutTo2000MembersWith500Online(t *testing.T) {
 		t.Fatalf("member count %d", g.MemberCount)
 	}
 	sender := ids[0]
-	e.reg.connect(sender, "sender/phone", "sender/desktop")
+	e.reg.Connect(sender, "sender/phone", "sender/desktop")
 	for _, u := range ids[1:500] {
-		e.reg.connect(u)
+		e.reg.Connect(u)
 	}
 	base := e.notifier.advance(g.GroupID, 0)
 
@@ -68,7 +68,7 @@ func TestFanoutTo2000MembersWith500Online(t *testing.T) {
 			NotifyMaxOnlineUser: 3000, HugeGroupNoNotifySize: 10000, Workers: 3}, wire.PushMsg},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e.reg.reset()
+			e.reg.Reset()
 			reg := prometheus.NewRegistry()
 			f := group.NewFanout(e.members, ws.NewPushes(e.reg, quiet), tc.push, reg)
 			seq := base + int64(i) + 1
@@ -76,7 +76,7 @@ func TestFanoutTo2000MembersWith500Online(t *testing.T) {
 				t.Fatal(err)
 			}
 			for n, u := range ids {
-				got := e.reg.frames(u)
+				got := e.reg.Pushes(u)
 				want := 0
 				if tc.wantCode != 0 && n < 500 {
 					want = 1
@@ -84,11 +84,11 @@ func TestFanoutTo2000MembersWith500Online(t *testing.T) {
 				if len(got) != want {
 					t.Fatalf("%s got %d frames, want %d: %+v", u, len(got), want, got)
 				}
-				if want == 1 && (got[0].code != tc.wantCode || got[0].seq != seq) {
+				if want == 1 && (got[0].Code != tc.wantCode || got[0].Seq() != seq) {
 					t.Fatalf("%s got %+v, want code %d seq %d", u, got[0], tc.wantCode, seq)
 				}
-				if want == 1 && u == sender && got[0].conn != "sender/desktop" {
-					t.Fatalf("sender's frame went to %s", got[0].conn)
+				if want == 1 && u == sender && got[0].Conn != "sender/desktop" {
+					t.Fatalf("sender's frame went to %s", got[0].Conn)
 				}
 			}
 			mode := map[int]string{wire.PushMsg: "push", wire.PushGroupNotify: "notify", 0: "none"}[tc.wantCode]
@@ -110,9 +110,9 @@ func TestFanoutHonoursVisibilityAndRecvMsgOpt(t *testing.T) {
 	g := e.create("alice", "bob", "carol", "muted", "quiet")
 	gid := g.GroupID
 	for _, u := range []string{"alice", "bob", "carol", "dave", "erin", "muted", "quiet"} {
-		e.reg.connect(u)
+		e.reg.Connect(u)
 	}
-	e.reg.connect("muted", "muted/c2")
+	e.reg.Connect("muted", "muted/c2")
 	conv := domain.GroupConversationID(gid)
 	e.db.Gorm.Exec("UPDATE conversations SET recv_msg_opt = 1 WHERE owner_id = 'muted' AND conversation_id = ?", conv)
 	e.db.Gorm.Exec("UPDATE conversations SET recv_msg_opt = 2 WHERE owner_id = 'quiet' AND conversation_id = ?", conv)
@@ -141,8 +141,8 @@ func TestFanoutHonoursVisibilityAndRecvMsgOpt(t *testing.T) {
 	}
 	seqs := func(u string) []int64 {
 		var out []int64
-		for _, f := range e.reg.frames(u) {
-			out = append(out, f.seq)
+		for _, f := range e.reg.Pushes(u) {
+			out = append(out, f.Seq())
 		}
 		return out
 	}
@@ -159,7 +159,7 @@ func TestFanoutHonoursVisibilityAndRecvMsgOpt(t *testing.T) {
 			t.Errorf("%s got seqs %v, want %v", u, got, want)
 		}
 	}
-	if fr := e.reg.frames("muted"); len(fr) != 1 || fr[0].conn != "muted/c1" {
+	if fr := e.reg.Pushes("muted"); len(fr) != 1 || fr[0].Conn != "muted/c1" {
 		t.Errorf("muted's own message went to %+v", fr)
 	}
 }
@@ -172,21 +172,21 @@ func TestFanoutOfNotificationsBeforeTheirWrite(t *testing.T) {
 	e := newEnv(t, func(c *configs.Config) { c.Group.Push.Mode = "push" })
 	e.addUsers("alice", "bob", "carol", "dave")
 	for _, u := range []string{"alice", "bob", "carol", "dave"} {
-		e.reg.connect(u)
+		e.reg.Connect(u)
 	}
 	// The group does not exist yet: its creation notification still reaches its members.
 	if err := e.fanout.FanoutGroup(bg, notification("future", "alice", group.NotifyGroupCreated, 1, "alice", "bob", "carol"), ""); err != nil {
 		t.Fatal(err)
 	}
 	for u, want := range map[string]int{"alice": 1, "bob": 1, "carol": 1, "dave": 0} {
-		if got := len(e.reg.frames(u)); got != want {
+		if got := len(e.reg.Pushes(u)); got != want {
 			t.Errorf("%s got %d frames of the creation, want %d", u, got, want)
 		}
 	}
 	// An ordinary message of an unknown group goes nowhere and is no error.
-	e.reg.reset()
-	if err := e.fanout.FanoutGroup(bg, groupMsg("future", "alice", 2), ""); err != nil || len(e.reg.frames("alice")) != 0 {
-		t.Fatalf("message of an unknown group: %v, %d frames", err, len(e.reg.frames("alice")))
+	e.reg.Reset()
+	if err := e.fanout.FanoutGroup(bg, groupMsg("future", "alice", 2), ""); err != nil || len(e.reg.Pushes("alice")) != 0 {
+		t.Fatalf("message of an unknown group: %v, %d frames", err, len(e.reg.Pushes("alice")))
 	}
 
 	// An old quit notification redelivered after the user joined again.
@@ -194,14 +194,14 @@ func TestFanoutOfNotificationsBeforeTheirWrite(t *testing.T) {
 	must(e.svc.Quit(bg, "bob", g.GroupID))(t)
 	quitN, _ := e.notifier.last(t)
 	must(e.svc.Join(bg, "bob", g.GroupID))(t)
-	e.reg.reset()
+	e.reg.Reset()
 	if err := e.fanout.FanoutGroup(bg, notification(g.GroupID, "bob", group.NotifyMemberQuit, quitN.Seq, "bob"), ""); err != nil {
 		t.Fatal(err)
 	}
-	if got := len(e.reg.frames("bob")); got != 0 {
+	if got := len(e.reg.Pushes("bob")); got != 0 {
 		t.Fatalf("bob got %d frames of a notification older than his join", got)
 	}
-	if got := len(e.reg.frames("alice")); got != 1 {
+	if got := len(e.reg.Pushes("alice")); got != 1 {
 		t.Fatalf("alice got %d frames", got)
 	}
 }

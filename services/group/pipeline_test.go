@@ -8,6 +8,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 )
@@ -27,8 +28,8 @@ func TestJoinDuringAStreamOfSends(t *testing.T) {
 				t.Fatal(err)
 			}
 			gid := g.GroupID
-			s.reg.connect("dave")
-			s.reg.connect("alice")
+			s.reg.Connect("dave")
+			s.reg.Connect("alice")
 
 			var mu sync.Mutex
 			acked := map[int64]string{}
@@ -125,10 +126,10 @@ func TestJoinDuringAStreamOfSends(t *testing.T) {
 				t.Fatalf("pull of a seq before the join: %+v %v", res, err)
 			}
 
-			s.reg.waitFor(t, "pushes of the messages sent after the join", func(got map[string][]frame) bool {
+			s.reg.WaitFor(t, "dave", wire.PushMsg, "pushes of the messages sent after the join", func(got []wstest.Push) bool {
 				n := 0
-				for _, f := range got["dave"] {
-					if f.code == wire.PushMsg && f.seq >= after[0] {
+				for _, f := range got {
+					if f.Seq() >= after[0] {
 						n++
 					}
 				}
@@ -167,8 +168,8 @@ func TestKickDuringAStreamOfSends(t *testing.T) {
 				t.Fatal(err)
 			}
 			gid := g.GroupID
-			s.reg.connect("carol", "carol/phone", "carol/desktop")
-			s.reg.connect("alice")
+			s.reg.Connect("carol", "carol/phone", "carol/desktop")
+			s.reg.Connect("alice")
 
 			var kicked atomic.Bool
 			var lateAccepted atomic.Int64
@@ -267,14 +268,7 @@ func TestKickDuringAStreamOfSends(t *testing.T) {
 			}
 
 			// Pushes: wait until alice has everything, then carol has nothing past her cap.
-			s.reg.waitFor(t, "alice's push of the last message", func(got map[string][]frame) bool {
-				for _, f := range got["alice"] {
-					if f.code == wire.PushMsg && f.seq == a2.Seq {
-						return true
-					}
-				}
-				return false
-			})
+			s.reg.WaitPush(t, "alice", wire.PushMsg, func(f wstest.Push) bool { return f.Seq() == a2.Seq })
 			pushed := pushedSeqs(t, s.reg, "carol")
 			for seq := range pushed {
 				if seq > capSeq {
@@ -284,8 +278,8 @@ func TestKickDuringAStreamOfSends(t *testing.T) {
 			if !pushed[capSeq] {
 				t.Fatalf("carol was not pushed her kick notification %d", capSeq)
 			}
-			for _, f := range s.reg.frames("carol") {
-				if f.code == wire.PushMsg && f.conn == "carol/phone" && f.sender == "carol" && f.msgType == int(domain.MsgText) {
+			for _, f := range s.reg.Pushes("carol") {
+				if f.Code == wire.PushMsg && f.Conn == "carol/phone" && f.Str("sender_id") == "carol" && f.Int("msg_type") == int64(domain.MsgText) {
 					// Her own messages go to her other connection only.
 					t.Fatalf("carol's sending connection got a push of its own message: %+v", f)
 				}

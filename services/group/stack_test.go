@@ -11,6 +11,7 @@ import (
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/store"
@@ -104,7 +105,7 @@ func (s *stack) pullAll(t *testing.T, userID, groupID string) (msgs []chat.Messa
 
 // pushedSeqs returns the seqs of the 2001 pushes user received on any
 // connection, and fails if one connection got one twice.
-func pushedSeqs(t *testing.T, r *fakeRegistry, user string) map[int64]bool {
+func pushedSeqs(t *testing.T, r *wstest.Recorder, user string) map[int64]bool {
 	t.Helper()
 	out := map[int64]bool{}
 	type key struct {
@@ -112,16 +113,13 @@ func pushedSeqs(t *testing.T, r *fakeRegistry, user string) map[int64]bool {
 		seq  int64
 	}
 	seen := map[key]bool{}
-	for _, f := range r.frames(user) {
-		if f.code != wire.PushMsg {
-			continue
-		}
-		if k := (key{f.conn, f.seq}); seen[k] {
-			t.Fatalf("%s's connection %s got seq %d twice", user, f.conn, f.seq)
+	for _, f := range r.PushesOf(user, wire.PushMsg) {
+		if k := (key{f.Conn, f.Seq()}); seen[k] {
+			t.Fatalf("%s's connection %s got seq %d twice", user, f.Conn, f.Seq())
 		} else {
 			seen[k] = true
 		}
-		out[f.seq] = true
+		out[f.Seq()] = true
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/sync"
 )
 
@@ -154,13 +155,13 @@ func TestConversationSettingsAndDelete(t *testing.T) {
 	}
 	// The group's creation notice may still be on its way (it goes through
 	// the pipeline too), so both checks look for this message's seq.
-	e.reg.reset()
+	e.reg.Reset()
 	seq, _ := e.sendGroup("alice", gid)
-	hasSeq := func(p []push) bool {
-		return slices.ContainsFunc(p, func(x push) bool { return x.num("seq") == seq })
+	hasSeq := func(p []wstest.Push) bool {
+		return slices.ContainsFunc(p, func(x wstest.Push) bool { return x.Int("seq") == seq })
 	}
-	e.reg.waitFor(t, "carol", wire.PushMsg, "carol's push", hasSeq)
-	if p := e.reg.pushes("bob", wire.PushMsg); hasSeq(p) {
+	e.reg.WaitFor(t, "carol", wire.PushMsg, "carol's push", hasSeq)
+	if p := e.reg.PushesOf("bob", wire.PushMsg); hasSeq(p) {
 		t.Fatalf("bob (no push) got %+v", p)
 	}
 

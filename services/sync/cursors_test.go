@@ -225,7 +225,7 @@ func TestReceipts(t *testing.T) {
 	for i := 0; i < 3; i++ {
 		e.send("alice", "bob")
 	}
-	e.reg.reset()
+	e.reg.Reset()
 	if err := e.ack("bob", conv, "delivered", 3); err != nil {
 		t.Fatal(err)
 	}
@@ -238,26 +238,26 @@ func TestReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.flush()
-	got := e.reg.pushes("alice", wire.PushAck)
-	if len(got) != 3 || got[0].str("ack_type") != "delivered" || got[0].num("seq") != 3 || got[0].str("user_id") != "bob" ||
-		got[1].str("ack_type") != "read" || got[1].num("seq") != 2 || got[0].str("conversation_id") != conv ||
-		got[2].str("ack_type") != "read" || got[2].num("seq") != 2 {
+	got := e.reg.PushesOf("alice", wire.PushAck)
+	if len(got) != 3 || got[0].Str("ack_type") != "delivered" || got[0].Int("seq") != 3 || got[0].Str("user_id") != "bob" ||
+		got[1].Str("ack_type") != "read" || got[1].Int("seq") != 2 || got[0].Str("conversation_id") != conv ||
+		got[2].Str("ack_type") != "read" || got[2].Int("seq") != 2 {
 		t.Fatalf("alice's receipts = %+v", got)
 	}
-	if mine := e.reg.pushes("bob", wire.PushAck); len(mine) != 0 {
+	if mine := e.reg.PushesOf("bob", wire.PushAck); len(mine) != 0 {
 		t.Fatalf("the reader got its own receipts: %+v", mine)
 	}
 	// Bob replies: his read cursor moves with his message in the save, and
 	// his next ACK — even a late one below it — tells alice (one read
 	// receipt, no separate delivered one).
 	reply := e.send("bob", "alice")
-	e.reg.reset()
+	e.reg.Reset()
 	if err := e.ack("bob", conv, "read", reply-1); err != nil {
 		t.Fatal(err)
 	}
 	e.flush()
-	got = e.reg.pushes("alice", wire.PushAck)
-	if len(got) != 1 || got[0].str("ack_type") != "read" || got[0].num("seq") != reply {
+	got = e.reg.PushesOf("alice", wire.PushAck)
+	if len(got) != 1 || got[0].Str("ack_type") != "read" || got[0].Int("seq") != reply {
 		t.Fatalf("alice's receipts after bob's reply = %+v", got)
 	}
 
@@ -265,32 +265,32 @@ func TestReceipts(t *testing.T) {
 	gconv := domain.GroupConversationID(gid)
 	_, _ = e.sendGroup("alice", gid)
 	s2, _ := e.sendGroup("bob", gid)
-	e.reg.reset()
+	e.reg.Reset()
 	if err := e.ack("carol", gconv, "read", s2); err != nil {
 		t.Fatal(err)
 	}
 	e.flush()
 	for _, u := range []string{"alice", "bob"} {
-		r := e.reg.pushes(u, wire.PushAck)
-		if len(r) != 1 || r[0].str("ack_type") != "read" || r[0].num("seq") != s2 || r[0].str("user_id") != "carol" {
+		r := e.reg.PushesOf(u, wire.PushAck)
+		if len(r) != 1 || r[0].Str("ack_type") != "read" || r[0].Int("seq") != s2 || r[0].Str("user_id") != "carol" {
 			t.Fatalf("%s's group receipts = %+v", u, r)
 		}
 	}
-	if r := e.reg.pushes("carol", wire.PushAck); len(r) != 0 {
+	if r := e.reg.PushesOf("carol", wire.PushAck); len(r) != 0 {
 		t.Fatalf("carol got receipts of her own read: %+v", r)
 	}
 	// bob (already at s2: he sent it) reads alice's next message: only
 	// alice hears of it.
 	s3, _ := e.sendGroup("alice", gid)
-	e.reg.reset()
+	e.reg.Reset()
 	if err := e.ack("bob", gconv, "read", s3); err != nil {
 		t.Fatal(err)
 	}
 	e.flush()
-	if r := e.reg.pushes("alice", wire.PushAck); len(r) != 1 || r[0].num("seq") != s3 || r[0].str("user_id") != "bob" {
+	if r := e.reg.PushesOf("alice", wire.PushAck); len(r) != 1 || r[0].Int("seq") != s3 || r[0].Str("user_id") != "bob" {
 		t.Fatalf("alice: %+v", r)
 	}
-	if r := e.reg.pushes("carol", wire.PushAck); len(r) != 0 {
+	if r := e.reg.PushesOf("carol", wire.PushAck); len(r) != 0 {
 		t.Fatalf("carol got a receipt though she sent nothing bob newly read: %+v", r)
 	}
 	// A fourth member makes the group too large for receipts.
@@ -298,12 +298,12 @@ func TestReceipts(t *testing.T) {
 		t.Fatal(err)
 	}
 	s4, _ := e.sendGroup("alice", gid)
-	e.reg.reset()
+	e.reg.Reset()
 	if err := e.ack("carol", gconv, "read", s4); err != nil {
 		t.Fatal(err)
 	}
 	e.flush()
-	if r := e.reg.pushes("alice", wire.PushAck); len(r) != 0 {
+	if r := e.reg.PushesOf("alice", wire.PushAck); len(r) != 0 {
 		t.Fatalf("receipts in a group above the limit: %+v", r)
 	}
 }

@@ -2,7 +2,6 @@ package sync_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,6 +16,7 @@ import (
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/services/sync"
@@ -31,109 +31,6 @@ var (
 	bg    = context.Background()
 )
 
-// push is one frame a fake connection received.
-type push struct {
-	code int
-	data map[string]any
-}
-
-func (p push) num(key string) int64 {
-	v, _ := p.data[key].(float64)
-	return int64(v)
-}
-
-func (p push) str(key string) string {
-	v, _ := p.data[key].(string)
-	return v
-}
-
-// fakeRegistry records every push per user; every user is online.
-type fakeRegistry struct {
-	mu      gosync.Mutex
-	got     map[string][]push
-	changed chan struct{}
-}
-
-func newFakeRegistry() *fakeRegistry {
-	return &fakeRegistry{got: map[string][]push{}, changed: make(chan struct{}, 1)}
-}
-
-func decode(f ws.Frame) push {
-	var w struct {
-		ReqIdentifier int            `json:"req_identifier"`
-		Data          map[string]any `json:"data"`
-	}
-	if err := json.Unmarshal(f.Bytes(), &w); err != nil {
-		panic(err)
-	}
-	return push{code: w.ReqIdentifier, data: w.Data}
-}
-
-func (r *fakeRegistry) PushToUser(_ context.Context, userID string, f ws.Frame, _ string) int {
-	p := decode(f)
-	r.mu.Lock()
-	r.got[userID] = append(r.got[userID], p)
-	r.mu.Unlock()
-	select {
-	case r.changed <- struct{}{}:
-	default:
-	}
-	return 1
-}
-
-func (r *fakeRegistry) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, exceptConn string) int {
-	for _, u := range userIDs {
-		r.PushToUser(ctx, u, f, exceptConn)
-	}
-	return len(userIDs)
-}
-
-func (r *fakeRegistry) Online(string) bool { return true }
-
-// PushToConn and ConnCount complete ws.Registry for ws.NewPushes; the
-// pushes under test go to users, not to one connection.
-func (r *fakeRegistry) PushToConn(ctx context.Context, userID, _ string, f ws.Frame) bool {
-	return r.PushToUser(ctx, userID, f, "") > 0
-}
-
-func (r *fakeRegistry) ConnCount() int { return 0 }
-
-// pushes returns user's pushes of code so far.
-func (r *fakeRegistry) pushes(user string, code int) []push {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []push
-	for _, p := range r.got[user] {
-		if p.code == code {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-func (r *fakeRegistry) reset() {
-	r.mu.Lock()
-	r.got = map[string][]push{}
-	r.mu.Unlock()
-}
-
-// waitFor waits until cond holds over user's pushes of code.
-func (r *fakeRegistry) waitFor(t testing.TB, user string, code int, what string, cond func([]push) bool) []push {
-	t.Helper()
-	deadline := time.NewTimer(10 * time.Second)
-	defer deadline.Stop()
-	for {
-		if got := r.pushes(user, code); cond(got) {
-			return got
-		}
-		select {
-		case <-r.changed:
-		case <-deadline.C:
-			t.Fatalf("%s: timed out waiting for %s (have %v)", user, what, r.pushes(user, code))
-		}
-	}
-}
-
 // env is the sync services over the real pipeline on a fresh MariaDB
 // database and Redis prefix, with pushes landing in a fake registry.
 type env struct {
@@ -143,7 +40,7 @@ type env struct {
 	rdb      *redis.Client
 	keys     store.Keys
 	skeys    streams.Keys
-	reg      *fakeRegistry
+	reg      *wstest.Recorder
 	seqs     *store.SeqRepo
 	msgs     *store.MessageRepo
 	convRepo *store.ConversationRepo
@@ -197,7 +94,7 @@ func newEnv(t testing.TB, o envOpts) *env {
 	db := storetest.MySQL(t)
 	rdb, prefix := storetest.Redis(t)
 	e := &env{t: t, cfg: cfg, db: db, rdb: rdb, keys: store.Keys{Prefix: prefix}, skeys: streams.NewKeys(prefix, cfg.Streams.Shards),
-		reg: newFakeRegistry(), seqs: store.NewSeqRepo(db), msgs: store.NewMessageRepo(db),
+		reg: wstest.NewRecorder(wstest.EveryoneOnline), seqs: store.NewSeqRepo(db), msgs: store.NewMessageRepo(db),
 		convRepo: store.NewConversationRepo(db), cursRepo: store.NewCursorRepo(db)}
 	groupRepo := store.NewGroupRepo(db)
 	users := store.NewUserRepo(db)
@@ -359,7 +256,7 @@ type target struct {
 	user     string
 	platform int
 	mu       gosync.Mutex
-	frames   []push
+	frames   []wstest.Push
 	closed   bool
 }
 
@@ -376,14 +273,18 @@ func (c *target) Send(p domain.Push) bool {
 	if c.closed {
 		return false
 	}
-	c.frames = append(c.frames, decode(f))
+	got, err := wstest.Decode(f)
+	if err != nil {
+		panic(err)
+	}
+	c.frames = append(c.frames, got)
 	return true
 }
 
-func (c *target) got() []push {
+func (c *target) got() []wstest.Push {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return append([]push(nil), c.frames...)
+	return append([]wstest.Push(nil), c.frames...)
 }
 
 // pacedTarget reports a queue that a writer drains: Pending is how many

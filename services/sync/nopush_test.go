@@ -9,6 +9,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/sync"
 )
 
@@ -25,10 +26,10 @@ func TestSingleChatRecvNoPush(t *testing.T) {
 			e := newEnv(t, envOpts{mode: mode})
 			e.addUsers("alice", "bob")
 			ab := domain.SingleConversationID("alice", "bob")
-			seqOf := func(seq int64) func([]push) bool {
-				return func(p []push) bool {
+			seqOf := func(seq int64) func([]wstest.Push) bool {
+				return func(p []wstest.Push) bool {
 					for _, x := range p {
-						if x.num("seq") == seq {
+						if x.Int("seq") == seq {
 							return true
 						}
 					}
@@ -37,7 +38,7 @@ func TestSingleChatRecvNoPush(t *testing.T) {
 			}
 			// Bob gets pushes; this also loads his (empty) settings into the cache.
 			s1 := e.send("alice", "bob")
-			e.reg.waitFor(t, "bob", wire.PushMsg, "bob's push before the setting", seqOf(s1))
+			e.reg.WaitFor(t, "bob", wire.PushMsg, "bob's push before the setting", seqOf(s1))
 
 			opt := sync.RecvNoPush
 			if _, err := e.convs.Update(bg, "bob", sync.UpdateRequest{ConversationID: ab, RecvMsgOpt: &opt}); err != nil {
@@ -45,8 +46,8 @@ func TestSingleChatRecvNoPush(t *testing.T) {
 			}
 			s2 := e.send("alice", "bob")
 			// Alice's own push of s2 leaves in the same call as bob's would.
-			e.reg.waitFor(t, "alice", wire.PushMsg, "alice's own push", seqOf(s2))
-			if seqOf(s2)(e.reg.pushes("bob", wire.PushMsg)) {
+			e.reg.WaitFor(t, "alice", wire.PushMsg, "alice's own push", seqOf(s2))
+			if seqOf(s2)(e.reg.PushesOf("bob", wire.PushMsg)) {
 				t.Fatalf("bob set recv_msg_opt 1 and still got seq %d pushed", s2)
 			}
 
@@ -55,7 +56,7 @@ func TestSingleChatRecvNoPush(t *testing.T) {
 				t.Fatal(err)
 			}
 			s3 := e.send("alice", "bob")
-			e.reg.waitFor(t, "bob", wire.PushMsg, "bob's push after resetting", seqOf(s3))
+			e.reg.WaitFor(t, "bob", wire.PushMsg, "bob's push after resetting", seqOf(s3))
 		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/group"
 	"github.com/nexo-im/nexo/services/sync"
@@ -54,7 +55,7 @@ func TestRecallOfASavedMessage(t *testing.T) {
 	conv := domain.SingleConversationID("alice", "bob")
 	seq := e.send("alice", "bob")
 	e.send("bob", "alice")
-	e.reg.reset()
+	e.reg.Reset()
 	for i := 0; i < 2; i++ {
 		res, err := e.recall.Revoke(bg, "alice", sync.RevokeRequest{ConversationID: conv, Seq: seq})
 		if err != nil || res.AckType != "revoked" || res.Seq != seq || res.ConversationID != conv || res.UserID != "alice" || res.ServerMsgID == "" {
@@ -64,8 +65,8 @@ func TestRecallOfASavedMessage(t *testing.T) {
 	if m := e.stored("bob", conv, seq); m.Status != "revoked" || m.Content != nil || m.SenderID != "alice" {
 		t.Fatalf("pulled %+v", m)
 	}
-	acks := e.reg.pushes("alice", wire.PushAck)
-	if len(acks) != 2 || acks[0].str("ack_type") != "revoked" || acks[0].num("seq") != seq {
+	acks := e.reg.PushesOf("alice", wire.PushAck)
+	if len(acks) != 2 || acks[0].Str("ack_type") != "revoked" || acks[0].Int("seq") != seq {
 		t.Fatalf("initiator's 2101s: %+v", acks)
 	}
 	n := e.notices("bob", conv)
@@ -73,9 +74,9 @@ func TestRecallOfASavedMessage(t *testing.T) {
 		t.Fatalf("revoke notices %+v", n)
 	}
 	for _, u := range []string{"alice", "bob"} {
-		got := e.reg.waitFor(t, u, wire.PushMsg, "the revoke notice", func(p []push) bool {
+		got := e.reg.WaitFor(t, u, wire.PushMsg, "the revoke notice", func(p []wstest.Push) bool {
 			for _, x := range p {
-				if x.num("msg_type") == 1600 && x.num("seq") == 3 {
+				if x.Int("msg_type") == 1600 && x.Int("seq") == 3 {
 					return true
 				}
 			}
@@ -83,7 +84,7 @@ func TestRecallOfASavedMessage(t *testing.T) {
 		})
 		notices := 0
 		for _, x := range got {
-			if x.num("msg_type") == 1600 {
+			if x.Int("msg_type") == 1600 {
 				notices++
 			}
 		}

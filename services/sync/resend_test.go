@@ -9,23 +9,24 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
+	"github.com/nexo-im/nexo/gateway/ws/wstest"
 	"github.com/nexo-im/nexo/services/sync"
 )
 
 // seqsOf returns the (conversation, seq) of the 2001 frames, in order, and
 // the 2102 summaries by conversation.
-func seqsOf(frames []push) (msgs map[string][]int64, order []string, summaries map[string]int64) {
+func seqsOf(frames []wstest.Push) (msgs map[string][]int64, order []string, summaries map[string]int64) {
 	msgs, summaries = map[string][]int64{}, map[string]int64{}
 	for _, f := range frames {
-		switch f.code {
+		switch f.Code {
 		case wire.PushMsg:
-			conv := f.str("conversation_id")
+			conv := f.Str("conversation_id")
 			if len(msgs[conv]) == 0 {
 				order = append(order, conv)
 			}
-			msgs[conv] = append(msgs[conv], f.num("seq"))
+			msgs[conv] = append(msgs[conv], f.Int("seq"))
 		case wire.PushGroupNotify:
-			summaries[f.str("conversation_id")] = f.num("max_seq")
+			summaries[f.Str("conversation_id")] = f.Int("max_seq")
 		}
 	}
 	return msgs, order, summaries
@@ -83,8 +84,8 @@ func TestResendAfterDisconnect(t *testing.T) {
 		t.Fatalf("order %v, result %+v", order, res)
 	}
 	for _, f := range frames {
-		if f.str("conversation_id") == ab && f.num("seq") == 5 && (f.str("status") != "revoked" || f.data["content"] != nil) {
-			t.Fatalf("revoked message resent as %v", f.data)
+		if f.Str("conversation_id") == ab && f.Int("seq") == 5 && (f.Str("status") != "revoked" || f.Data["content"] != nil) {
+			t.Fatalf("revoked message resent as %v", f.Data)
 		}
 	}
 	// Once he acknowledges, nothing is left.
@@ -144,7 +145,7 @@ func TestResendCapsAndSummaries(t *testing.T) {
 	}
 	// Summaries come after every message.
 	frames := conn.got()
-	if frames[len(frames)-1].code != wire.PushGroupNotify || frames[len(frames)-4].code != wire.PushMsg {
+	if frames[len(frames)-1].Code != wire.PushGroupNotify || frames[len(frames)-4].Code != wire.PushMsg {
 		t.Fatalf("frame order: %v", frames)
 	}
 }

@@ -59,6 +59,21 @@ func migrateObjects(tx *gorm.DB, _ Dialect) error {
 	return nil
 }
 
+// migrateObjectRefsByMessage is migration 16 (docs/media.md,
+// "Lifecycle"): an index on object_refs (conversation_id, seq), so that
+// deleting the refs of a batch of deleted messages (retention, erasure)
+// seeks each message's refs instead of scanning every ref of its
+// conversation.
+func migrateObjectRefsByMessage(tx *gorm.DB, _ Dialect) error {
+	if tx.Migrator().HasIndex(&objectRefRow{}, "idx_object_refs_msg") {
+		return nil
+	}
+	if err := tx.Exec("CREATE INDEX idx_object_refs_msg ON object_refs (conversation_id, seq)").Error; err != nil {
+		return fmt.Errorf("create idx_object_refs_msg: %w", err)
+	}
+	return nil
+}
+
 // ObjectRepo stores objects and the messages that reference them.
 type ObjectRepo struct{ db *DB }
 

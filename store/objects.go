@@ -228,9 +228,10 @@ func (r *ObjectRepo) InConversation(ctx context.Context, objectID, conversationI
 }
 
 // Orphans lists up to limit message objects created before the cutoff
-// (Unix ms) that no readable message carries: complete ones never sent or
-// whose every message was recalled or deleted (retention, erasure), and
-// multipart uploads never completed.
+// (Unix ms) that no readable message carries: complete ones never sent,
+// whose every message was recalled, or with no ref left (retention and
+// erasure delete a message's refs with it, PrivacyRepo.deleteKeys), and
+// multipart uploads never completed. Avatars are never listed.
 func (r *ObjectRepo) Orphans(ctx context.Context, before int64, limit int) ([]domain.Object, error) {
 	var rows []objectRow
 	err := r.db.Gorm.WithContext(ctx).Where("created_at < ? AND (purpose = ? OR state = ?)", before, domain.PurposeMessage, string(domain.ObjectUploading)).

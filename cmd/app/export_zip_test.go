@@ -3,6 +3,7 @@ package app
 import (
 	"archive/zip"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"image"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nexo-im/nexo/configs"
+	"github.com/nexo-im/nexo/services/media"
 )
 
 // fetchExport GETs an export with the given Authorization header and
@@ -73,18 +75,31 @@ func sameExport(t *testing.T, a, b []byte) {
 	}
 }
 
-// TestExportZipRoutes (MariaDB, Redis, local objects): GET
-// /user/export?format=zip answers an application/zip attachment holding
-// export.json — the JSON export but for exported_at — and the exact bytes
-// of the picture the user sent and the file they received; format=json is
-// the default; an unknown format is bad_request and does not count
-// against limits.export, which counts both formats; /api/user/export
-// takes the same formats.
+// TestExportZipRoutes (MariaDB, Redis; local objects, and S3 when the
+// test server is there): GET /user/export?format=zip answers an
+// application/zip attachment holding export.json — the JSON export but
+// for exported_at — and the exact bytes of the picture the user sent and
+// the file they received, and media/missing.json for the file whose bytes
+// are gone; format=json is the default; an unknown format
+// is bad_request and does not count against limits.export, which counts
+// both formats; /api/user/export takes the same formats.
 func TestExportZipRoutes(t *testing.T) {
 	t.Parallel()
-	cfg := apiConfig(t)
-	cfg.Objects.Backend, cfg.Objects.Local.Dir = "local", t.TempDir()
-	cfg.Limits.Export = configs.Rate{Rate: 2, Period: time.Hour, Burst: 2}
+	for _, backend := range []string{"local", "s3"} {
+		t.Run(backend, func(t *testing.T) {
+			t.Parallel()
+			cfg := apiConfig(t)
+			cfg.Objects.Backend, cfg.Objects.Local.Dir = "local", t.TempDir()
+			if backend == "s3" {
+				cfg.Objects.Backend, cfg.Objects.S3 = "s3", s3TestConfig(t)
+			}
+			cfg.Limits.Export = configs.Rate{Rate: 2, Period: time.Hour, Burst: 2}
+			exportZipRoutes(t, cfg)
+		})
+	}
+}
+
+func exportZipRoutes(t *testing.T, cfg configs.Config) {
 	base, _, _ := startApp(t, cfg)
 	tok := modUsers(t, base, "zia", "zeb")
 
@@ -108,12 +123,31 @@ func TestExportZipRoutes(t *testing.T) {
 			t.Fatalf("send %s: %d %v", cmid, code, env)
 		}
 	}
+	if code, env = uploadFile(t, base, tok["zia"], "lost.txt", "text/plain", []byte("bytes about to vanish")); code != 200 {
+		t.Fatalf("upload file: %d %v", code, env)
+	}
+	lostID := dataField(env, "object_id")
 	send("zia", "zeb", "zp-1", 102, "image", picID)
 	send("zeb", "zia", "zf-1", 105, "file", docID)
+	send("zia", "zeb", "zl-1", 105, "file", lostID)
+	// The lost file's bytes disappear from the backend.
+	var st media.Storage
+	var err error
+	if cfg.Objects.Backend == "s3" {
+		st, err = media.NewS3(context.Background(), cfg.Objects.S3)
+	} else {
+		st, err = media.NewLocal(cfg.Objects.Local.Dir, "", media.NewSigner([]byte(cfg.JWT.Secret), nil))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Delete(context.Background(), "o/"+lostID[1:]); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		pull := mustCall(t, "GET", base+"/msg/pull?conversation_id=si_zeb_zia&begin_seq=1", "", tok["zia"])
-		if ms, _ := pull["messages"].([]any); len(ms) == 2 {
+		if ms, _ := pull["messages"].([]any); len(ms) == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -138,8 +172,11 @@ func TestExportZipRoutes(t *testing.T) {
 		t.Fatalf("ZIP export: %d %v %.200q", code, h, raw)
 	}
 	files := unzip(t, raw)
-	if len(files) != 3 {
-		t.Fatalf("the archive holds %d entries, want export.json and two objects", len(files))
+	if len(files) != 4 {
+		t.Fatalf("the archive holds %d entries, want export.json, two objects and missing.json", len(files))
+	}
+	if m := string(files["media/missing.json"]); m != `{"object_ids":["`+lostID+`"]}`+"\n" {
+		t.Fatalf("missing.json = %q", m)
 	}
 	sameExport(t, files["export.json"], plain)
 	if got := files["media/"+picID+"/garden.png"]; !bytes.Equal(got, pic.Bytes()) {
@@ -163,7 +200,7 @@ func TestExportZipRoutes(t *testing.T) {
 	}
 	files = unzip(t, raw)
 	sameExport(t, files["export.json"], plain)
-	if len(files) != 3 || !bytes.Equal(files["media/"+picID+"/garden.png"], pic.Bytes()) || !bytes.Equal(files["media/"+docID+"/agenda.txt"], doc) {
+	if len(files) != 4 || !bytes.Equal(files["media/"+picID+"/garden.png"], pic.Bytes()) || !bytes.Equal(files["media/"+docID+"/agenda.txt"], doc) {
 		t.Fatalf("server API archive: %d entries", len(files))
 	}
 }

@@ -35,6 +35,7 @@ var migrations = []migration{
 	{12, "message actions: edits, hidden messages, reactions, read-by index", migrateActions},
 	{13, "objects, object_refs (uploads, docs/media.md)", migrateObjects},
 	{15, "deleted_users, conversation_retention, conversations.cleared_seq (data rights)", migratePrivacy},
+	{16, "object_refs (conversation_id, seq) index: refs deleted with their messages", migrateObjectRefsByMessage},
 }
 
 // migrateReports is migration 11 (docs/moderation.md, "Reports"): the

@@ -33,6 +33,7 @@ func TestMigrateIsIdempotentAndComplete(t *testing.T) {
 				"seq_conversations": nil,
 				"seq_users":         {"uk_user_conv", "idx_user"},
 				"messages":          {"uk_conv_seq", "uk_sender_client_msg", "uk_server_msg_id", "idx_sender", "idx_send_at"},
+				"object_refs":       {"idx_object_refs_conv", "idx_object_refs_msg"},
 			} {
 				if !m.HasTable(table) {
 					t.Errorf("table %s missing", table)

@@ -59,6 +59,21 @@ func migrateObjects(tx *gorm.DB, _ Dialect) error {
 	return nil
 }
 
+// migrateObjectRefsByMessage is migration 16 (docs/media.md,
+// "Lifecycle"): an index on object_refs (conversation_id, seq), so that
+// deleting the refs of a batch of deleted messages (retention, erasure)
+// seeks each message's refs instead of scanning every ref of its
+// conversation.
+func migrateObjectRefsByMessage(tx *gorm.DB, _ Dialect) error {
+	if tx.Migrator().HasIndex(&objectRefRow{}, "idx_object_refs_msg") {
+		return nil
+	}
+	if err := tx.Exec("CREATE INDEX idx_object_refs_msg ON object_refs (conversation_id, seq)").Error; err != nil {
+		return fmt.Errorf("create idx_object_refs_msg: %w", err)
+	}
+	return nil
+}
+
 // ObjectRepo stores objects and the messages that reference them.
 type ObjectRepo struct{ db *DB }
 
@@ -213,9 +228,10 @@ func (r *ObjectRepo) InConversation(ctx context.Context, objectID, conversationI
 }
 
 // Orphans lists up to limit message objects created before the cutoff
-// (Unix ms) that no readable message carries: complete ones never sent or
-// whose every message was recalled or deleted (retention, erasure), and
-// multipart uploads never completed.
+// (Unix ms) that no readable message carries: complete ones never sent,
+// whose every message was recalled, or with no ref left (retention and
+// erasure delete a message's refs with it, PrivacyRepo.deleteKeys), and
+// multipart uploads never completed. Avatars are never listed.
 func (r *ObjectRepo) Orphans(ctx context.Context, before int64, limit int) ([]domain.Object, error) {
 	var rows []objectRow
 	err := r.db.Gorm.WithContext(ctx).Where("created_at < ? AND (purpose = ? OR state = ?)", before, domain.PurposeMessage, string(domain.ObjectUploading)).

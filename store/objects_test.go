@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/nexo-im/nexo/domain"
@@ -90,6 +91,98 @@ func TestObjectRepo(t *testing.T) {
 			}
 			if refs, _ := r.Refs(ctx, done.ID, 10); len(refs) != 0 {
 				t.Fatalf("refs after delete = %+v", refs)
+			}
+		})
+	}
+}
+
+// TestDeletedMessagesTakeTheirRefs: retention and erasure delete the
+// object_refs rows of the messages they delete, with them; an object
+// still carried by a message left is no orphan, one with no ref left is.
+func TestDeletedMessagesTakeTheirRefs(t *testing.T) {
+	for _, b := range storetest.Backends() {
+		t.Run(b.Name, func(t *testing.T) {
+			ctx := context.Background()
+			db := b.Open(t)
+			r, priv := store.NewObjectRepo(db), store.NewPrivacyRepo(db)
+			for _, u := range []string{"ann", "ben"} {
+				if _, err := store.NewUserRepo(db).Create(ctx, domain.User{ID: u, Nickname: u}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			objs := []string{"o00000000000000000000000000000011", "o00000000000000000000000000000012", "o00000000000000000000000000000013"}
+			for _, id := range objs {
+				if err := r.Create(ctx, &domain.Object{ID: id, OwnerID: "ann", Purpose: domain.PurposeMessage, Key: "o/" + id[1:],
+					Name: "a.png", ContentType: "image/png", Size: 1, State: domain.ObjectComplete, Thumb: domain.ThumbNone, CreatedAt: 1000}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// seq 1 (old) and 2 (new) carry objs[0]; 3 (old) objs[1]; 4 (ben's, new) objs[2].
+			conv := "si_ann_ben"
+			carried := []struct {
+				obj    string
+				sender string
+				sendAt int64
+			}{{objs[0], "ann", 100}, {objs[0], "ann", 9000}, {objs[1], "ann", 100}, {objs[2], "ben", 9000}}
+			var msgs []domain.Message
+			for i, c := range carried {
+				seq := int64(i + 1)
+				recv := map[string]string{"ann": "ben", "ben": "ann"}[c.sender]
+				msgs = append(msgs, domain.Message{ServerMsgID: fmt.Sprint("rm", seq), ClientMsgID: fmt.Sprint("rc", seq), ConversationID: conv,
+					Seq: seq, SenderID: c.sender, RecvID: recv, SessionType: domain.SessionSingle, MsgType: domain.MsgPicture,
+					Content: domain.Content{Image: `{"object_id":"` + c.obj + `"}`}, Status: domain.StatusNormal, SendAt: c.sendAt})
+			}
+			if _, err := store.NewMessageRepo(db).SaveBatch(ctx, msgs); err != nil {
+				t.Fatal(err)
+			}
+			for i, m := range msgs {
+				if err := r.AddRef(ctx, domain.ObjectRef{ObjectID: carried[i].obj, ConversationID: conv, Seq: m.Seq, ServerMsgID: m.ServerMsgID}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			orphans := func() []string {
+				t.Helper()
+				os, err := r.Orphans(ctx, 5000, 10)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var ids []string
+				for _, o := range os {
+					ids = append(ids, o.ID)
+				}
+				return ids
+			}
+			if got := orphans(); len(got) != 0 {
+				t.Fatalf("orphans before any deletion: %v", got)
+			}
+			if n, err := priv.DeleteExpired(ctx, conv, nil, 5000, 100); err != nil || n != 2 {
+				t.Fatalf("expired %d, %v", n, err)
+			}
+			if refs, _ := r.Refs(ctx, objs[0], 10); len(refs) != 1 || refs[0].Seq != 2 {
+				t.Fatalf("refs of the object a new message still carries: %+v", refs)
+			}
+			if refs, _ := r.Refs(ctx, objs[1], 10); len(refs) != 0 {
+				t.Fatalf("refs of an expired message stay: %+v", refs)
+			}
+			if got := orphans(); len(got) != 1 || got[0] != objs[1] {
+				t.Fatalf("orphans after the expiry = %v, want only %s", got, objs[1])
+			}
+			// Erasing ann without her messages keeps seq 2's ref; erasing
+			// ben with his takes seq 4's.
+			if err := priv.EraseUser(ctx, "ann", store.EraseOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if refs, _ := r.Refs(ctx, objs[0], 10); len(refs) != 1 {
+				t.Fatalf("erasure without messages took a ref: %+v", refs)
+			}
+			if err := priv.EraseUser(ctx, "ben", store.EraseOptions{Messages: true}); err != nil {
+				t.Fatal(err)
+			}
+			if refs, _ := r.Refs(ctx, objs[2], 10); len(refs) != 0 {
+				t.Fatalf("refs of erased messages stay: %+v", refs)
+			}
+			if got := orphans(); len(got) != 2 || got[0] == objs[0] || got[1] == objs[0] {
+				t.Fatalf("orphans after the erasure = %v", got)
 			}
 		})
 	}

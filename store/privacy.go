@@ -233,8 +233,8 @@ func (r *PrivacyRepo) deleteMessages(ctx context.Context, max int, where string,
 	return total, nil
 }
 
-// deleteKeys deletes the given messages, their search rows and their
-// mentions, each by key.
+// deleteKeys deletes the given messages, their search rows, their
+// mentions and their object refs, each by key.
 func (r *PrivacyRepo) deleteKeys(ctx context.Context, keys []msgKey, search bool) error {
 	g := r.db.Gorm.WithContext(ctx)
 	ids := make([]int64, len(keys))
@@ -276,10 +276,19 @@ func (r *PrivacyRepo) deleteKeys(ctx context.Context, keys []msgKey, search bool
 			return fmt.Errorf("delete mentions of %d messages: %w", len(keys), err)
 		}
 	}
-	if err := g.Where("id IN ?", ids).Delete(&messageRow{}).Error; err != nil {
-		return fmt.Errorf("delete %d messages: %w", len(keys), err)
-	}
-	return nil
+	// The refs go with the messages, in one short transaction: a batch
+	// cut short never leaves refs to deleted messages, nor messages whose
+	// objects lost their refs. An object with no ref left becomes an
+	// orphan the media cleaner deletes (docs/media.md, "Lifecycle").
+	return g.Transaction(func(tx *gorm.DB) error {
+		if err := tx.Exec("DELETE FROM object_refs WHERE "+cond, pairs...).Error; err != nil {
+			return fmt.Errorf("delete object refs of %d messages: %w", len(keys), err)
+		}
+		if err := tx.Where("id IN ?", ids).Delete(&messageRow{}).Error; err != nil {
+			return fmt.Errorf("delete %d messages: %w", len(keys), err)
+		}
+		return nil
+	})
 }
 
 // SetRetention sets conversationID's own retention (maxAgeMs > 0) or

@@ -9,6 +9,7 @@ import (
 	"github.com/nexo-im/nexo/gateway/routes"
 	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/media"
+	"github.com/nexo-im/nexo/services/privacy"
 	"github.com/nexo-im/nexo/store"
 )
 
@@ -74,6 +75,14 @@ func (p mediaParts) afterSave() afterSave {
 
 // objects is the send check of object references (nil when off).
 func (p mediaParts) objects() chat.Objects {
+	if p.svc == nil {
+		return nil
+	}
+	return p.svc
+}
+
+// exportMedia is the object reader of ZIP exports (nil when off).
+func (p mediaParts) exportMedia() privacy.Media {
 	if p.svc == nil {
 		return nil
 	}

@@ -13,13 +13,15 @@ import (
 // buildPrivacy builds account deletion, export, retention and clearing
 // (docs/privacy.md): the routes, the puller's cleared-history bound and
 // the retention cleaner (one instance at a time, by lease). The server
-// API reads a.privacy, so it runs before buildIntegration.
-func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *chat.Puller) {
+// API reads a.privacy, so it runs before buildIntegration. objects reads
+// the media of ZIP exports (nil when uploads are off).
+func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *chat.Puller, objects privacy.Media) {
 	svc := privacy.NewService(privacy.Deps{
 		Config: privacy.Config{MaxAge: a.cfg.Retention.MaxAge, EraseDeletedUsers: a.cfg.Retention.EraseDeletedUsers},
 		Users:  a.users, Passwords: a.passwords, Tokens: a.tokens, Sessions: hubSessions{a}, Groups: a.groups,
 		Keys: store.NewUserKeys(a.rdb, a.keys), Gate: a.dmGate, Attempts: limits.NewAccounts(a.limiter, a.cfg.Limits), Store: store.NewPrivacyRepo(a.db),
 		Access: access, Roles: members, Cursors: store.NewCursorRepo(a.db), Log: a.log, Devices: pushDevices{a},
+		Media: objects,
 	})
 	a.privacy = svc
 	puller.WithCleared(svc)

@@ -70,42 +70,62 @@ func (h *Privacy) deleteOwn(ctx context.Context, c *app.RequestContext) {
 	api.WriteOK(c, res)
 }
 
-// export handles GET /user/export → the caller's data, streamed
-// (privacy.Service.Export), counted against limits.export.
+// export handles GET /user/export[?format=json|zip] → the caller's data,
+// streamed (privacy.Service.Export, ExportZip), counted against
+// limits.export whatever the format; a bad format is refused before it
+// counts.
 func (h *Privacy) export(ctx context.Context, c *app.RequestContext) {
 	claims, _ := auth.ClaimsOf(c)
+	format, err := ExportFormat(c)
+	if err != nil {
+		api.WriteError(ctx, c, h.log, err)
+		return
+	}
 	if h.limit != nil {
 		if err := h.limit.AllowExport(ctx, claims.UserID); err != nil {
 			api.WriteError(ctx, c, h.log, err)
 			return
 		}
 	}
-	StreamExport(ctx, c, h.svc, claims.UserID, h.log)
+	StreamExport(ctx, c, h.svc, claims.UserID, format, h.log)
 }
 
-// StreamExport answers userID's export as a chunked application/json
-// body written while it is read from the database (constant memory); an
-// unknown user is answered as an error before the stream begins. The
-// server API's export uses it too.
-func StreamExport(ctx context.Context, c *app.RequestContext, svc *privacy.Service, userID string, log *slog.Logger) {
+// ExportFormat reads the format query parameter of an export: json (the
+// default) or zip; anything else is bad_request.
+func ExportFormat(c *app.RequestContext) (string, error) {
+	return privacy.CheckExportFormat(string(c.Query("format")))
+}
+
+// StreamExport answers userID's export in format (privacy.FormatJSON or
+// FormatZIP) as a chunked body written while it is read from the database
+// and the objects backend (constant memory): application/json, or
+// application/zip holding export.json and the media; an unknown user is
+// answered as an error before the stream begins. The server API's export
+// uses it too.
+func StreamExport(ctx context.Context, c *app.RequestContext, svc *privacy.Service, userID, format string, log *slog.Logger) {
 	if err := svc.Exportable(ctx, userID); err != nil {
 		api.WriteError(ctx, c, log, err)
 		return
 	}
+	write, contentType, ext := svc.Export, "application/json; charset=utf-8", ".json"
+	if format == privacy.FormatZIP {
+		write, contentType, ext = svc.ExportZip, "application/zip", ".zip"
+	}
 	pr, pw := io.Pipe()
 	// The stream outlives the handler: Hertz reads the pipe after it
-	// returns, and closes it if the client goes away, which stops Export.
+	// returns, and closes it if the client goes away, which stops the
+	// export.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), exportTimeout)
 	go func() {
 		defer cancel()
-		err := svc.Export(sctx, userID, pw)
+		err := write(sctx, userID, pw)
 		if err != nil {
-			log.Warn("export ended early", "user_id", userID, "err", err)
+			log.Warn("export ended early", "user_id", userID, "format", format, "err", err)
 		}
 		_ = pw.CloseWithError(err)
 	}()
-	c.Response.Header.Set("Content-Type", "application/json; charset=utf-8")
-	c.Response.Header.Set("Content-Disposition", `attachment; filename="nexo-export-`+userID+`.json"`)
+	c.Response.Header.Set("Content-Type", contentType)
+	c.Response.Header.Set("Content-Disposition", `attachment; filename="nexo-export-`+userID+ext+`"`)
 	c.SetBodyStream(pr, -1)
 }
 

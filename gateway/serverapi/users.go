@@ -84,16 +84,22 @@ func (a *API) deleteUser(ctx context.Context, c *app.RequestContext) {
 	})(ctx, c)
 }
 
-// exportUser handles GET /api/user/export?user_id= → the user's data,
-// streamed as GET /user/export streams it; not rate-limited (the app's
-// backend decides). 404 user_not_found.
+// exportUser handles GET /api/user/export?user_id=[&format=json|zip] →
+// the user's data, streamed as GET /user/export streams it; not
+// rate-limited (the app's backend decides). 404 user_not_found, 400 a bad
+// format.
 func (a *API) exportUser(ctx context.Context, c *app.RequestContext) {
 	id := string(c.Query("user_id"))
 	if err := domain.CheckID("user_id", id); err != nil {
 		api.WriteError(ctx, c, a.d.Log, err)
 		return
 	}
-	routes.StreamExport(ctx, c, a.d.Privacy, id, a.d.Log)
+	format, err := routes.ExportFormat(c)
+	if err != nil {
+		api.WriteError(ctx, c, a.d.Log, err)
+		return
+	}
+	routes.StreamExport(ctx, c, a.d.Privacy, id, format, a.d.Log)
 }
 
 // issueToken handles POST /api/token → {token, expire_at}: the app's "log

@@ -15,6 +15,7 @@ import (
 	"image/color"
 	"image/png"
 	"math/rand/v2"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -537,4 +538,101 @@ func TestAbortAndInfo(t *testing.T) {
 			t.Fatalf("malformed object_id: %v", err)
 		}
 	})
+}
+
+// TestCleanerAfterRetentionAndErasure (MariaDB, local backend): a picture
+// whose only message retention deletes is gone — row, bytes, thumbnail —
+// after the next pass; one also carried by an unexpired message stays;
+// erasing a user with retention.erase_deleted_users takes the objects of
+// their messages, without it they stay; an avatar is never collected.
+func TestCleanerAfterRetentionAndErasure(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "local", storetest.MySQL(t), nil)
+	rdb, prefix := storetest.Redis(t)
+	users, priv := store.NewUserRepo(e.db), store.NewPrivacyRepo(e.db)
+	for _, u := range []string{"ann", "ben", "cat"} {
+		if _, err := users.Create(ctx, domain.User{ID: u, Nickname: u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	obj := map[string]media.ObjectJSON{}
+	for _, o := range []struct{ name, owner string }{{"expired", "ann"}, {"forwarded", "ann"}, {"erased", "ben"}, {"kept", "cat"}} {
+		var err error
+		if obj[o.name], err = upload(e, o.owner, o.name+".png", "image/png", pngBytes(t, 20, 20)); err != nil {
+			t.Fatal(err)
+		}
+		// Thumbnail made now, so the stage does not race the pass.
+		if _, err := e.svc.URL(ctx, o.owner, obj[o.name].ObjectID, "thumbnail"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	avatar, err := e.svc.Upload(ctx, "ann", media.UploadRequest{Name: "me.png", Purpose: domain.PurposeAvatar, Size: int64(len(pngBytes(t, 8, 8))),
+		Body: bytes.NewReader(pngBytes(t, 8, 8))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := e.clock.Now().UnixMilli()
+	old, fresh := now-int64(48*time.Hour/time.Millisecond), now
+	carried := []struct {
+		conv, from, to, obj string
+		at                  int64
+	}{
+		{"si_ann_cat", "ann", "cat", "expired", old},
+		{"si_ann_cat", "ann", "cat", "forwarded", old},
+		{"si_ann_ben", "ann", "ben", "forwarded", fresh}, // sent again, not expired
+		{"si_ben_cat", "ben", "cat", "erased", fresh},
+		{"si_ben_cat", "cat", "ben", "kept", fresh},
+	}
+	var msgs []domain.Message
+	for i, c := range carried {
+		msgs = append(msgs, domain.Message{ServerMsgID: fmt.Sprint("rm", i), ClientMsgID: fmt.Sprint("rc", i), ConversationID: c.conv,
+			Seq: int64(i + 1), SenderID: c.from, RecvID: c.to, SessionType: domain.SessionSingle, MsgType: domain.MsgPicture,
+			Content: domain.Content{Image: `{"object_id":"` + obj[c.obj].ObjectID + `"}`}, Status: domain.StatusNormal, SendAt: c.at})
+	}
+	if _, err := store.NewMessageRepo(e.db).SaveBatch(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.AfterSave(ctx, msgs, nil); err != nil {
+		t.Fatal(err)
+	}
+	cleaner := media.NewCleaner(e.svc, store.NewLease(rdb, store.Keys{Prefix: prefix}, "objects-cleaner"), "a")
+	e.clock.Add(2 * time.Hour) // every object past orphan_ttl
+	if n, err := cleaner.Pass(ctx); err != nil || n != 0 {
+		t.Fatalf("a pass while every object is carried deleted %d (%v)", n, err)
+	}
+	// Retention of one day in si_ann_cat, then ben erased with his messages.
+	if n, err := priv.DeleteExpired(ctx, "si_ann_cat", nil, now-int64(24*time.Hour/time.Millisecond), 500); err != nil || n != 2 {
+		t.Fatalf("expired %d (%v)", n, err)
+	}
+	if err := priv.EraseUser(ctx, "ben", store.EraseOptions{Messages: true}); err != nil {
+		t.Fatal(err)
+	}
+	// cat is erased without her messages (erase_deleted_users off).
+	if err := priv.EraseUser(ctx, "cat", store.EraseOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := cleaner.Pass(ctx); err != nil || n != 2 {
+		t.Fatalf("the pass after expiry and erasure deleted %d, want 2 (%v)", n, err)
+	}
+	for _, name := range []string{"expired", "erased"} {
+		if _, err := e.repo.Get(ctx, obj[name].ObjectID); !isKind(err, domain.ErrObjectNotFound) {
+			t.Errorf("%s object kept: %v", name, err)
+		}
+	}
+	for _, id := range []string{obj["forwarded"].ObjectID, obj["kept"].ObjectID, avatar.ObjectID} {
+		if _, err := e.repo.Get(ctx, id); err != nil {
+			t.Errorf("%s deleted: %v", id, err)
+		}
+	}
+	left := strings.Join(e.stored(t), " ")
+	for _, name := range []string{"expired", "erased"} {
+		if hex := obj[name].ObjectID[1:]; strings.Contains(left, hex) {
+			t.Errorf("bytes or thumbnail of the %s object left: %s", name, left)
+		}
+	}
+	for _, id := range []string{obj["forwarded"].ObjectID, obj["kept"].ObjectID, avatar.ObjectID} {
+		if !strings.Contains(left, filepath.Join("o", id[1:])) {
+			t.Errorf("bytes of %s gone: %s", id, left)
+		}
+	}
 }

@@ -366,3 +366,30 @@ func (s *Service) Get(ctx context.Context, caller, objectID string) (ObjectJSON,
 	}
 	return toJSON(&o), nil
 }
+
+// OpenObject reads a complete object's original bytes, with no access
+// check: the caller has decided the reader may have them (a data export
+// reads the objects of the messages its user may read). It returns the
+// object's metadata and a reader of its bytes, which the caller closes.
+// A malformed ID, an unknown or incomplete object and bytes missing in the
+// backend are all domain.ErrObjectNotFound (wrapped).
+func (s *Service) OpenObject(ctx context.Context, objectID string) (domain.Object, io.ReadCloser, error) {
+	if !validObjectID(objectID) {
+		return domain.Object{}, nil, fmt.Errorf("object %q: %w", objectID, domain.ErrObjectNotFound)
+	}
+	o, err := s.repo.Get(ctx, objectID)
+	if err != nil {
+		return domain.Object{}, nil, err
+	}
+	if o.State != domain.ObjectComplete {
+		return domain.Object{}, nil, fmt.Errorf("object %s is not complete: %w", objectID, domain.ErrObjectNotFound)
+	}
+	r, err := s.store.Open(ctx, o.Key, 0, -1)
+	if errors.Is(err, ErrNoSuchKey) {
+		return domain.Object{}, nil, fmt.Errorf("object %s: bytes missing: %w", objectID, domain.ErrObjectNotFound)
+	}
+	if err != nil {
+		return domain.Object{}, nil, err
+	}
+	return o, r, nil
+}

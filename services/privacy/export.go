@@ -63,10 +63,23 @@ func (s *Service) Exportable(ctx context.Context, userID string) error {
 // first byte ends the stream early (the JSON is then incomplete, which a
 // reader detects).
 func (s *Service) Export(ctx context.Context, userID string, w io.Writer) error {
+	_, err := s.export(ctx, userID, w, nil)
+	return err
+}
+
+// export writes the JSON export of userID to w, calling each (when not
+// nil) for every message it writes, and returns the user.
+func (s *Service) export(ctx context.Context, userID string, w io.Writer, each func(*domain.Message)) (domain.User, error) {
 	u, err := s.d.Users.Get(ctx, userID)
 	if err != nil {
-		return err
+		return domain.User{}, err
 	}
+	err = s.exportJSON(ctx, u, w, each)
+	return u, err
+}
+
+func (s *Service) exportJSON(ctx context.Context, u domain.User, w io.Writer, each func(*domain.Message)) error {
+	userID := u.ID
 	bw := bufio.NewWriterSize(w, 32<<10)
 	enc := json.NewEncoder(bw)
 	put := func(parts ...string) {
@@ -114,6 +127,9 @@ func (s *Service) Export(ctx context.Context, userID string, w io.Writer) error 
 				first = false
 				if err := enc.Encode(chat.ToJSON(&page[i])); err != nil {
 					return err
+				}
+				if each != nil {
+					each(&page[i])
 				}
 			}
 			if len(page) < exportPage {

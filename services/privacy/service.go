@@ -6,8 +6,9 @@
 //
 // It works behind small interfaces: the account and token stores, the
 // session registry, the group service (whose ordinary transfer, quit and
-// dismiss paths notify the members), the push devices, and the privacy
-// store (store.PrivacyRepo).
+// dismiss paths notify the members), the push devices, the object reader
+// of ZIP exports (media.Service), and the privacy store
+// (store.PrivacyRepo).
 package privacy
 
 import (
@@ -109,7 +110,7 @@ type Config struct {
 }
 
 // Deps are the service's collaborators. Devices, Keys, Gate, Attempts,
-// Cursors and Roles may be nil; the others are required.
+// Cursors, Roles and Media may be nil; the others are required.
 type Deps struct {
 	Config    Config
 	Users     Users
@@ -131,6 +132,9 @@ type Deps struct {
 	Cursors Cursors
 	// Roles tells a group member's role, for a group's retention.
 	Roles Roles
+	// Media reads the objects a ZIP export carries (media.Service); nil
+	// when uploads are off: the archive then holds export.json alone.
+	Media Media
 	Log   *slog.Logger
 }
 

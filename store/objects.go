@@ -248,6 +248,24 @@ func (r *ObjectRepo) Orphans(ctx context.Context, before int64, limit int) ([]do
 	return out, nil
 }
 
+// Uncarried lists up to limit objects of owner that no message carries (no
+// object_refs row): avatars, uploads never sent and multipart uploads in
+// progress, oldest first. Account deletion erases them (docs/privacy.md).
+func (r *ObjectRepo) Uncarried(ctx context.Context, owner string, limit int) ([]domain.Object, error) {
+	var rows []objectRow
+	err := r.db.Gorm.WithContext(ctx).Where("owner_id = ?", owner).
+		Where("NOT EXISTS (SELECT 1 FROM object_refs WHERE object_refs.object_id = objects.id)").
+		Order("created_at").Limit(limit).Find(&rows).Error
+	if err != nil {
+		return nil, fmt.Errorf("uncarried objects of %s: %w", owner, err)
+	}
+	out := make([]domain.Object, len(rows))
+	for i, row := range rows {
+		out[i] = row.domain()
+	}
+	return out, nil
+}
+
 // PendingThumbs lists up to limit objects created before the cutoff whose
 // thumbnail is still pending (the stage that should have made it died).
 func (r *ObjectRepo) PendingThumbs(ctx context.Context, before int64, limit int) ([]domain.Object, error) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/color"
@@ -82,7 +83,9 @@ func sameExport(t *testing.T, a, b []byte) {
 // the file they received, and media/missing.json for the file whose bytes
 // are gone; format=json is the default; an unknown format
 // is bad_request and does not count against limits.export, which counts
-// both formats; /api/user/export takes the same formats.
+// both formats; /api/user/export takes the same formats. Deleting the
+// account then erases the user's upload never sent, not the file their
+// message carries.
 func TestExportZipRoutes(t *testing.T) {
 	t.Parallel()
 	for _, backend := range []string{"local", "s3"} {
@@ -203,4 +206,23 @@ func exportZipRoutes(t *testing.T, cfg configs.Config) {
 	if len(files) != 4 || !bytes.Equal(files["media/"+picID+"/garden.png"], pic.Bytes()) || !bytes.Equal(files["media/"+docID+"/agenda.txt"], doc) {
 		t.Fatalf("server API archive: %d entries", len(files))
 	}
+
+	// Deleting zeb erases the upload he never sent, bytes and all; the file
+	// his message carries stays with the message.
+	if code, env = uploadFile(t, base, tok["zeb"], "draft.txt", "text/plain", []byte("never sent")); code != 200 {
+		t.Fatalf("upload draft: %d %v", code, env)
+	}
+	draftID := dataField(env, "object_id")
+	mustAPI(t, "POST", base+"/api/user/delete", `{"user_id":"zeb"}`)
+	if r, err := st.Open(context.Background(), "o/"+draftID[1:], 0, -1); !errors.Is(err, media.ErrNoSuchKey) {
+		if r != nil {
+			_ = r.Close()
+		}
+		t.Fatalf("the deleted user's unsent upload is still stored: %v", err)
+	}
+	r, err := st.Open(context.Background(), "o/"+docID[1:], 0, -1)
+	if err != nil {
+		t.Fatalf("the file zeb's message carries went with his account: %v", err)
+	}
+	_ = r.Close()
 }

@@ -89,6 +89,14 @@ func (p mediaParts) exportMedia() privacy.Media {
 	return p.svc
 }
 
+// ownerObjects erases a deleted account's own objects (nil when off).
+func (p mediaParts) ownerObjects() privacy.ObjectEraser {
+	if p.svc == nil {
+		return nil
+	}
+	return p.svc
+}
+
 // registerMedia mounts the object routes once the puller exists.
 func (a *App) registerMedia(p mediaParts, puller *chat.Puller) {
 	if p.svc == nil {

@@ -227,7 +227,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	a.resender = sync.NewResender(sync.ResendDeps{Config: a.cfg.Sync, Reader: convRepo, Writer: writer, Redis: a.rdb,
 		Keys: a.keys, MaxQueued: a.cfg.WS.HighWater / 2, Registry: a.metrics, Log: a.log, Audit: audit})
 
-	a.buildPrivacy(access, members, puller, mediaParts.exportMedia())
+	a.buildPrivacy(access, members, puller, mediaParts.exportMedia(), mediaParts.ownerObjects())
 	a.buildIntegration(hooks, members, convRepo)
 	if err := a.buildPush(ctx, members, convRepo); err != nil {
 		return err

@@ -14,14 +14,15 @@ import (
 // (docs/privacy.md): the routes, the puller's cleared-history bound and
 // the retention cleaner (one instance at a time, by lease). The server
 // API reads a.privacy, so it runs before buildIntegration. objects reads
-// the media of ZIP exports (nil when uploads are off).
-func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *chat.Puller, objects privacy.Media) {
+// the media of ZIP exports and owned erases a deleted account's own
+// objects (both nil when uploads are off).
+func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *chat.Puller, objects privacy.Media, owned privacy.ObjectEraser) {
 	svc := privacy.NewService(privacy.Deps{
 		Config: privacy.Config{MaxAge: a.cfg.Retention.MaxAge, EraseDeletedUsers: a.cfg.Retention.EraseDeletedUsers},
 		Users:  a.users, Passwords: a.passwords, Tokens: a.tokens, Sessions: hubSessions{a}, Groups: a.groups,
 		Keys: store.NewUserKeys(a.rdb, a.keys), Gate: a.dmGate, Attempts: limits.NewAccounts(a.limiter, a.cfg.Limits), Store: store.NewPrivacyRepo(a.db),
 		Access: access, Roles: members, Cursors: store.NewCursorRepo(a.db), Log: a.log, Devices: pushDevices{a},
-		Media: objects,
+		Media: objects, Objects: owned,
 	})
 	a.privacy = svc
 	puller.WithCleared(svc)

@@ -77,16 +77,8 @@ func (c *Cleaner) clean(ctx context.Context) (int, error) {
 		kind := "orphan"
 		if o.State == domain.ObjectUploading {
 			kind = "upload"
-			if err := c.s.store.Abort(ctx, o.Key, o.UploadID); err != nil {
-				return n, fmt.Errorf("abort %s: %w", o.ID, err)
-			}
 		}
-		for _, k := range []string{o.Key, thumbKey(o.ID)} {
-			if err := c.s.store.Delete(ctx, k); err != nil {
-				return n, fmt.Errorf("delete %s: %w", k, err)
-			}
-		}
-		if err := c.s.repo.Delete(ctx, o.ID); err != nil {
+		if err := c.s.remove(ctx, o); err != nil {
 			return n, err
 		}
 		c.s.metrics.cleaned.WithLabelValues(kind).Inc()
@@ -103,4 +95,47 @@ func (c *Cleaner) clean(ctx context.Context) (int, error) {
 		c.s.metrics.stored.Set(float64(total))
 	}
 	return n, nil
+}
+
+// remove deletes o for good: its multipart upload if one is in progress,
+// its bytes and thumbnail, then its row and references (the row last, so
+// a failure part-way leaves a row the next pass finds again).
+func (s *Service) remove(ctx context.Context, o domain.Object) error {
+	if o.State == domain.ObjectUploading {
+		if err := s.store.Abort(ctx, o.Key, o.UploadID); err != nil {
+			return fmt.Errorf("abort %s: %w", o.ID, err)
+		}
+	}
+	for _, k := range []string{o.Key, thumbKey(o.ID)} {
+		if err := s.store.Delete(ctx, k); err != nil {
+			return fmt.Errorf("delete %s: %w", k, err)
+		}
+	}
+	return s.repo.Delete(ctx, o.ID)
+}
+
+// EraseOwner deletes every object of owner that no message carries —
+// avatars, uploads never sent, multipart uploads in progress — with its
+// bytes and thumbnail, cleanBatch at a time, and returns how many it
+// deleted. Account deletion calls it (docs/privacy.md): objects that
+// messages carry stay with those messages, and go when the messages go
+// (retention, retention.erase_deleted_users) through the cleaner.
+func (s *Service) EraseOwner(ctx context.Context, owner string) (int, error) {
+	n := 0
+	for {
+		objs, err := s.repo.Uncarried(ctx, owner, cleanBatch)
+		if err != nil {
+			return n, err
+		}
+		for _, o := range objs {
+			if err := s.remove(ctx, o); err != nil {
+				return n, err
+			}
+			s.metrics.cleaned.WithLabelValues("erased").Inc()
+			n++
+		}
+		if len(objs) < cleanBatch {
+			return n, nil
+		}
+	}
 }

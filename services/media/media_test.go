@@ -636,3 +636,63 @@ func TestCleanerAfterRetentionAndErasure(t *testing.T) {
 		}
 	}
 }
+
+// TestEraseOwner: a deleted account's own objects that no message carries
+// (its avatar, an upload never sent) go with their bytes; what a message
+// carries and other users' objects stay.
+func TestEraseOwner(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t, "local", storetest.MySQL(t), nil)
+	avatarPNG := pngBytes(t, 8, 8)
+	avatar, err := e.svc.Upload(ctx, "ann", media.UploadRequest{Name: "me.png", Purpose: domain.PurposeAvatar,
+		Size: int64(len(avatarPNG)), Body: bytes.NewReader(avatarPNG)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	unsent, err := upload(e, "ann", "draft.png", "image/png", pngBytes(t, 10, 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := upload(e, "ann", "sent.png", "image/png", pngBytes(t, 12, 12))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := e.svc.Upload(ctx, "ben", media.UploadRequest{Name: "ben.png", Purpose: domain.PurposeAvatar,
+		Size: int64(len(avatarPNG)), Body: bytes.NewReader(avatarPNG)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	msg := domain.Message{ServerMsgID: "eo1", ClientMsgID: "eo1", ConversationID: "si_ann_ben", Seq: 1, SenderID: "ann", RecvID: "ben",
+		SessionType: domain.SessionSingle, MsgType: domain.MsgPicture, Content: domain.Content{Image: `{"object_id":"` + sent.ObjectID + `"}`},
+		Status: domain.StatusNormal, SendAt: e.clock.Now().UnixMilli()}
+	if _, err := store.NewMessageRepo(e.db).SaveBatch(ctx, []domain.Message{msg}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.svc.AfterSave(ctx, []domain.Message{msg}, nil); err != nil {
+		t.Fatal(err)
+	}
+	n, err := e.svc.EraseOwner(ctx, "ann")
+	if err != nil || n != 2 {
+		t.Fatalf("EraseOwner deleted %d (%v), want 2: the avatar and the upload never sent", n, err)
+	}
+	left := strings.Join(e.stored(t), " ")
+	for _, id := range []string{avatar.ObjectID, unsent.ObjectID} {
+		if _, err := e.repo.Get(ctx, id); !isKind(err, domain.ErrObjectNotFound) {
+			t.Errorf("object %s kept: %v", id, err)
+		}
+		if strings.Contains(left, id[1:]) {
+			t.Errorf("bytes of %s left: %s", id, left)
+		}
+	}
+	for _, id := range []string{sent.ObjectID, other.ObjectID} {
+		if _, err := e.repo.Get(ctx, id); err != nil {
+			t.Errorf("object %s deleted: %v", id, err)
+		}
+		if !strings.Contains(left, filepath.Join("o", id[1:])) {
+			t.Errorf("bytes of %s gone: %s", id, left)
+		}
+	}
+	if n, err := e.svc.EraseOwner(ctx, "ann"); err != nil || n != 0 {
+		t.Fatalf("erasing again deleted %d (%v), want 0", n, err)
+	}
+}

@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Namespace: "nexo", Name: "object_stored_bytes", Help: "Bytes of complete objects, as of the cleaner's last pass.",
 		}),
 		cleaned: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "nexo", Name: "object_cleaned_total", Help: "Objects the cleaner deleted: orphan (never sent) or upload (multipart never completed).",
+			Namespace: "nexo", Name: "object_cleaned_total", Help: "Objects deleted: orphan (carried by no readable message), upload (multipart never completed) or erased (an account's own, at its deletion).",
 		}, []string{"kind"}),
 	}
 	// Every kind and the usual causes exist at 0 from the start, so a

@@ -34,6 +34,7 @@ type Repo interface {
 	Refs(ctx context.Context, objectID string, limit int) ([]domain.ObjectRef, error)
 	InConversation(ctx context.Context, objectID, conversationID string) (bool, error)
 	Orphans(ctx context.Context, before int64, limit int) ([]domain.Object, error)
+	Uncarried(ctx context.Context, owner string, limit int) ([]domain.Object, error)
 	PendingThumbs(ctx context.Context, before int64, limit int) ([]domain.Object, error)
 }
 

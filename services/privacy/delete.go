@@ -68,7 +68,9 @@ func (s *Service) DeleteOwn(ctx context.Context, ip, userID string, req DeleteRe
 //  2. the user leaves every group through the group service: an owned
 //     group goes to its longest-serving admin, or is dismissed without
 //     one; the members get the usual notifications;
-//  3. push devices are removed (Devices);
+//  3. push devices are removed (Devices), and the objects of the user
+//     that no message carries — avatars, uploads never sent — with their
+//     bytes (Objects);
 //  4. the database forgets the profile, conversations, cursors, blocks,
 //     applications and group profile fields, and — with
 //     retention.erase_deleted_users — the messages the user sent; the
@@ -103,6 +105,11 @@ func (s *Service) Delete(ctx context.Context, userID string) (DeletedJSON, error
 	if s.d.Devices != nil {
 		if err := s.d.Devices.RemoveUserDevices(ctx, userID); err != nil {
 			return out, fmt.Errorf("remove the push devices of %s: %w", userID, err)
+		}
+	}
+	if s.d.Objects != nil {
+		if _, err := s.d.Objects.EraseOwner(ctx, userID); err != nil {
+			return out, fmt.Errorf("erase the objects of %s: %w", userID, err)
 		}
 	}
 	opt := store.EraseOptions{Messages: s.d.Config.EraseDeletedUsers}

@@ -59,6 +59,13 @@ type Devices interface {
 	RemoveUserDevices(ctx context.Context, userID string) error
 }
 
+// ObjectEraser deletes the objects of a user that no message carries
+// (media.Service.EraseOwner): avatars, uploads never sent. It returns how
+// many it deleted.
+type ObjectEraser interface {
+	EraseOwner(ctx context.Context, owner string) (int, error)
+}
+
 // KeyEraser deletes the Redis keys that hold a user's state besides their
 // tokens (store.UserKeys): presence records, last-seen, resend cursors.
 type KeyEraser interface {
@@ -110,7 +117,7 @@ type Config struct {
 }
 
 // Deps are the service's collaborators. Devices, Keys, Gate, Attempts,
-// Cursors, Roles and Media may be nil; the others are required.
+// Cursors, Roles, Media and Objects may be nil; the others are required.
 type Deps struct {
 	Config    Config
 	Users     Users
@@ -135,7 +142,10 @@ type Deps struct {
 	// Media reads the objects a ZIP export carries (media.Service); nil
 	// when uploads are off: the archive then holds export.json alone.
 	Media Media
-	Log   *slog.Logger
+	// Objects erases a deleted user's own objects that no message carries
+	// (media.Service); nil when uploads are off.
+	Objects ObjectEraser
+	Log     *slog.Logger
 }
 
 // Service applies the rules of deletion, export, retention and clearing.

@@ -39,6 +39,22 @@ func OpenRedis(ctx context.Context, cfg configs.Redis, m *RedisMetrics) (redis.U
 	return rdb, nil
 }
 
+// The buffers of each Redis connection. go-redis gives every pooled
+// connection a 32 KiB reader and a 32 KiB writer, and its pipeline pool's
+// connections 128 KiB each: at a 50-pair closed loop about 70 connections
+// (the accepts in flight and the blocking stage readers) held 9 MB of the
+// 36 MB live heap, twice that in RSS with the collector's headroom. Nexo's
+// commands and replies are small (an accept or a stream entry is a few
+// hundred bytes), a bulk reply larger than the reader is read straight
+// into its own slice, and only a command larger than the writer takes
+// more than one write, so smaller buffers cost a few more system calls on
+// the largest batches only (docs/bench/README.md, "Memory at a closed
+// loop").
+const (
+	redisBufferSize         = 8 << 10
+	redisPipelineBufferSize = 32 << 10
+)
+
 // NewRedisClient builds the client of cfg.Mode without connecting (see
 // OpenRedis). The only error is an unreadable redis.tls.ca_file.
 func NewRedisClient(cfg configs.Redis, m *RedisMetrics) (redis.UniversalClient, error) {
@@ -58,6 +74,8 @@ func NewRedisClient(cfg configs.Redis, m *RedisMetrics) (redis.UniversalClient, 
 		cc = redis.NewClusterClient(&redis.ClusterOptions{
 			Addrs: addrs, Username: cfg.Username, Password: cfg.Password,
 			PoolSize: cfg.PoolSize, TLSConfig: tlsCfg,
+			ReadBufferSize: redisBufferSize, WriteBufferSize: redisBufferSize,
+			PipelineReadBufferSize: redisPipelineBufferSize, PipelineWriteBufferSize: redisPipelineBufferSize,
 			NewClient: func(opt *redis.Options) *redis.Client {
 				c := redis.NewClient(opt)
 				c.AddHook(nodeHook{m: m, addr: opt.Addr, reload: reload})
@@ -70,6 +88,8 @@ func NewRedisClient(cfg configs.Redis, m *RedisMetrics) (redis.UniversalClient, 
 			MasterName: cfg.MasterName, SentinelAddrs: addrs, SentinelPassword: cfg.SentinelPassword,
 			Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
 			PoolSize: cfg.PoolSize, TLSConfig: tlsCfg,
+			ReadBufferSize: redisBufferSize, WriteBufferSize: redisBufferSize,
+			PipelineReadBufferSize: redisPipelineBufferSize, PipelineWriteBufferSize: redisPipelineBufferSize,
 		})
 		c.AddHook(nodeHook{m: m}) // the master's address is learnt at each dial
 		return c, nil
@@ -81,6 +101,8 @@ func NewRedisClient(cfg configs.Redis, m *RedisMetrics) (redis.UniversalClient, 
 		c := redis.NewClient(&redis.Options{
 			Addr: addr, Username: cfg.Username, Password: cfg.Password, DB: cfg.DB,
 			PoolSize: cfg.PoolSize, TLSConfig: tlsCfg,
+			ReadBufferSize: redisBufferSize, WriteBufferSize: redisBufferSize,
+			PipelineReadBufferSize: redisPipelineBufferSize, PipelineWriteBufferSize: redisPipelineBufferSize,
 		})
 		c.AddHook(nodeHook{m: m, addr: addr})
 		return c, nil

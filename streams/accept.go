@@ -208,7 +208,7 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 			acc := Accepted{ServerMsgID: res[1], Seq: seq, SendAt: at, Shard: shard,
 				Duplicate: res[0] == "dup", Saved: res[4] == "1"}
 			if !acc.Duplicate && req.Append {
-				a.lost.record(shard, keys[0], m, seq)
+				a.lost.record(shard, m, seq)
 			}
 			a.perf.write(ctx, &req, acc, called, began)
 			return acc, nil

@@ -3,6 +3,8 @@ package streams
 import (
 	"context"
 	"log/slog"
+	"math"
+	"strings"
 	"sync"
 	"time"
 	"unsafe"
@@ -33,6 +35,7 @@ import (
 // process that died too is not reported (docs/pipeline.md).
 type lostCheck struct {
 	rdb    redis.UniversalClient
+	keys   Keys
 	lookup SavedLookup
 	log    *slog.Logger
 	grace  time.Duration
@@ -87,19 +90,62 @@ func (q *acceptRing) all() []recentAccept {
 	return out
 }
 
-// recentAccept is what the check needs of one accept: its idempotency
-// key, the IDs to look it up and to log, and when it was accepted (since
+// recentAccept is what the check needs of one accept: the IDs to look it
+// up and to log (its idempotency key is rebuilt from the sender and
+// client_msg_id), its seq and send time, and when it was accepted (since
 // lostCheck.epoch, on the monotonic clock). At thousands of messages a
-// second the window holds
-// hundreds of thousands of these, so it keeps only those fields (136
-// bytes; a whole domain.Message made it 304).
+// second the window holds hundreds of thousands of these, and the check is
+// their only holder once the accept is answered, so the IDs share one
+// string: 56 bytes plus about 150 of IDs per accept, where one string per
+// ID and the key took 136 plus about 250 (and a whole domain.Message 304).
 type recentAccept struct {
-	idem                                     string
-	serverMsgID, clientMsgID, conversationID string
-	senderID, recvID, groupID                string
-	seq, sendAt                              int64
-	at                                       time.Duration
+	ids         string    // server_msg_id, client_msg_id, conversation_id, sender_id, recv_id, group_id, back to back
+	ends        [5]uint16 // where each of the first five ends in ids
+	seq, sendAt int64
+	at          time.Duration
 }
+
+// newRecentAccept packs m's IDs; ok is false for IDs too long to pack
+// (over 64 KiB together, which no accepted message has).
+func newRecentAccept(m *domain.Message, seq int64, at time.Duration) (r recentAccept, ok bool) {
+	fields := [6]string{m.ServerMsgID, m.ClientMsgID, m.ConversationID, m.SenderID, m.RecvID, m.GroupID}
+	var n int
+	for _, f := range fields {
+		n += len(f)
+	}
+	if n > math.MaxUint16 {
+		return recentAccept{}, false
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, f := range fields {
+		b.WriteString(f)
+		if i < len(r.ends) {
+			r.ends[i] = uint16(b.Len())
+		}
+	}
+	r.ids, r.seq, r.sendAt, r.at = b.String(), seq, m.SendAt, at
+	return r, true
+}
+
+// id returns the i-th of the packed IDs (the order of recentAccept.ids).
+func (r *recentAccept) id(i int) string {
+	start, end := 0, len(r.ids)
+	if i > 0 {
+		start = int(r.ends[i-1])
+	}
+	if i < len(r.ends) {
+		end = int(r.ends[i])
+	}
+	return r.ids[start:end]
+}
+
+func (r *recentAccept) serverMsgID() string    { return r.id(0) }
+func (r *recentAccept) clientMsgID() string    { return r.id(1) }
+func (r *recentAccept) conversationID() string { return r.id(2) }
+func (r *recentAccept) senderID() string       { return r.id(3) }
+func (r *recentAccept) recvID() string         { return r.id(4) }
+func (r *recentAccept) groupID() string        { return r.id(5) }
 
 func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
 	log := o.log
@@ -111,7 +157,7 @@ func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
 		grace = 10 * time.Second
 	}
 	c := &lostCheck{
-		rdb: a.rdb, lookup: o.lookup, log: log, grace: grace, window: 30 * time.Second, max: 50000,
+		rdb: a.rdb, keys: a.keys, lookup: o.lookup, log: log, grace: grace, window: 30 * time.Second, max: 50000,
 		lost: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "accept_lost_total",
 			Help: "Messages that got ACK(accepted) and were lost with a Redis master's unreplicated writes (each also logged).",
@@ -133,13 +179,13 @@ func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
 }
 
 // record remembers an accepted message of shard.
-func (c *lostCheck) record(shard int, idem string, m *domain.Message, seq int64) {
+func (c *lostCheck) record(shard int, m *domain.Message, seq int64) {
 	if c == nil {
 		return
 	}
-	r := recentAccept{idem: idem, at: time.Since(c.epoch),
-		serverMsgID: m.ServerMsgID, clientMsgID: m.ClientMsgID, conversationID: m.ConversationID,
-		senderID: m.SenderID, recvID: m.RecvID, groupID: m.GroupID, seq: seq, sendAt: m.SendAt,
+	r, ok := newRecentAccept(m, seq, time.Since(c.epoch))
+	if !ok {
+		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -188,9 +234,9 @@ func (c *lostCheck) trim() int64 {
 	return int64(dropped)*recentAcceptBytes + int64(slots)*int64(unsafe.Sizeof(recentAccept{}))
 }
 
-// recentAcceptBytes is about what one remembered accept's strings take
-// (an idempotency key, three IDs, a conversation ID and two user IDs).
-const recentAcceptBytes = 256
+// recentAcceptBytes is about what one remembered accept's IDs take (three
+// IDs, a conversation ID and two user IDs in one string).
+const recentAcceptBytes = 160
 
 // remembered is how many accepts the check holds and the ring slots they
 // take, over all shards.
@@ -246,7 +292,7 @@ func (c *lostCheck) staleAllocator(shard int, conversationID, cur string, base i
 func (c *lostCheck) check(shard int, before []recentAccept) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.grace+30*time.Second)
 	defer cancel()
-	missing := c.missingRecords(ctx, before)
+	missing := c.missingRecords(ctx, shard, before)
 	if len(missing) == 0 {
 		c.log.Info("no accepted message lost on shard", "shard", shard, "checked", len(before))
 		return
@@ -267,24 +313,24 @@ func (c *lostCheck) check(shard int, before []recentAccept) {
 	for _, r := range missing {
 		c.lost.Inc()
 		c.log.Error("accepted message lost with a redis failover: its accept did not reach the new master and it is not saved; a retry with the same client_msg_id is saved once",
-			"shard", shard, "conversation_id", r.conversationID, "seq", r.seq,
-			"server_msg_id", r.serverMsgID, "client_msg_id", r.clientMsgID,
-			"sender_id", r.senderID, "recv_id", r.recvID, "group_id", r.groupID,
+			"shard", shard, "conversation_id", r.conversationID(), "seq", r.seq,
+			"server_msg_id", r.serverMsgID(), "client_msg_id", r.clientMsgID(),
+			"sender_id", r.senderID(), "recv_id", r.recvID(), "group_id", r.groupID(),
 			"send_at", r.sendAt, "accepted_at", c.epoch.Add(r.at).UnixMilli())
 	}
 }
 
-// missingRecords returns the accepts whose idempotency record is not on
-// the server that answers for it now (pipelined EXISTS; a cluster client
-// splits the pipeline by slot).
-func (c *lostCheck) missingRecords(ctx context.Context, rs []recentAccept) []recentAccept {
+// missingRecords returns the accepts of shard whose idempotency record is
+// not on the server that answers for it now (pipelined EXISTS; a cluster
+// client splits the pipeline by slot).
+func (c *lostCheck) missingRecords(ctx context.Context, shard int, rs []recentAccept) []recentAccept {
 	var out []recentAccept
 	for start := 0; start < len(rs); start += 500 {
 		chunk := rs[start:min(start+500, len(rs))]
 		cmds := make([]*redis.IntCmd, len(chunk))
 		_, _ = c.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
 			for i, r := range chunk {
-				cmds[i] = p.Exists(ctx, r.idem)
+				cmds[i] = p.Exists(ctx, c.keys.Idem(shard, r.senderID(), r.clientMsgID()))
 			}
 			return nil
 		})
@@ -313,7 +359,7 @@ func (c *lostCheck) unsaved(ctx context.Context, rs []recentAccept) []recentAcce
 		rs = rs[len(chunk):]
 		keys := make([]domain.ClientMsgKey, len(chunk))
 		for i, r := range chunk {
-			keys[i] = domain.ClientMsgKey{SenderID: r.senderID, ClientMsgID: r.clientMsgID}
+			keys[i] = domain.ClientMsgKey{SenderID: r.senderID(), ClientMsgID: r.clientMsgID()}
 		}
 		found, err := c.lookup.ByClientMsgIDs(ctx, keys)
 		for i, r := range chunk {

@@ -1,8 +1,16 @@
 package streams
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/store/storetest"
 )
 
 // The ring keeps the newest accepts in order, at most limit of them and
@@ -84,4 +92,73 @@ func ringPush(q *acceptRing, r recentAccept, c *lostCheck) *acceptRing {
 	}
 	q.push(r, c.window, c.max)
 	return q
+}
+
+// A remembered accept gives back each of its IDs as they were, empty ones
+// and multi-byte ones included, and one whose IDs cannot be packed is
+// refused rather than remembered wrong.
+func TestRecentAcceptKeepsTheIDs(t *testing.T) {
+	for _, m := range []domain.Message{
+		{ServerMsgID: "srv-1", ClientMsgID: "c-1", ConversationID: "si_a_b", SenderID: "a", RecvID: "b", SendAt: 7},
+		{ServerMsgID: "srv-2", ClientMsgID: "客户端-ü", ConversationID: "sg_g1", SenderID: "a", GroupID: "g1", SendAt: 8},
+		{ClientMsgID: "only"},
+	} {
+		r, ok := newRecentAccept(&m, 42, time.Second)
+		if !ok {
+			t.Fatalf("%+v: refused", m)
+		}
+		got := [6]string{r.serverMsgID(), r.clientMsgID(), r.conversationID(), r.senderID(), r.recvID(), r.groupID()}
+		want := [6]string{m.ServerMsgID, m.ClientMsgID, m.ConversationID, m.SenderID, m.RecvID, m.GroupID}
+		if got != want || r.seq != 42 || r.sendAt != m.SendAt || r.at != time.Second {
+			t.Fatalf("packed %+v, read back %q seq %d send_at %d at %v", m, got, r.seq, r.sendAt, r.at)
+		}
+	}
+	long := domain.Message{ServerMsgID: "s", ClientMsgID: strings.Repeat("x", 1<<16)}
+	if _, ok := newRecentAccept(&long, 1, 0); ok {
+		t.Fatal("IDs over 64 KiB together were packed")
+	}
+}
+
+type noneSaved struct{}
+
+func (noneSaved) ByClientMsgIDs(context.Context, []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {
+	return nil, nil
+}
+
+// The check rebuilds each remembered accept's idempotency key: after real
+// accepts, every record is found on the server, and the one deleted (a
+// write the server lost) is the one reported missing.
+func TestLostCheckFindsTheAcceptsRecords(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := storetest.Redis(t)
+	keys := NewKeys(prefix, 2)
+	a := NewAccepter(rdb, keys, store.NewSeqRepo(storetest.MySQL(t)), 100, time.Hour,
+		WithLostCheck(noneSaved{}, slog.New(slog.DiscardHandler), nil, time.Second))
+	var sent []domain.Message
+	for i := range 20 {
+		sender, recv := fmt.Sprint("u", i%3), fmt.Sprint("v", i%5)
+		m := domain.Message{ServerMsgID: fmt.Sprint("srv-", i), ClientMsgID: fmt.Sprint("cli-", i),
+			ConversationID: domain.SingleConversationID(sender, recv), SenderID: sender, RecvID: recv,
+			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		if _, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: DeliverFirst, Append: true}); err != nil {
+			t.Fatal(err)
+		}
+		sent = append(sent, m)
+	}
+	gone := sent[7]
+	if n := rdb.Del(ctx, keys.Idem(keys.Shard(gone.ConversationID), gone.SenderID, gone.ClientMsgID)).Val(); n != 1 {
+		t.Fatalf("deleting the idempotency record of %s removed %d keys", gone.ClientMsgID, n)
+	}
+	var checked int
+	var missing []string
+	for shard := range 2 {
+		rs := a.lost.recent[shard].all()
+		checked += len(rs)
+		for _, r := range a.lost.missingRecords(ctx, shard, rs) {
+			missing = append(missing, r.clientMsgID())
+		}
+	}
+	if checked != len(sent) || len(missing) != 1 || missing[0] != gone.ClientMsgID {
+		t.Fatalf("checked %d of %d accepts; missing %v, want [%s]", checked, len(sent), missing, gone.ClientMsgID)
+	}
 }

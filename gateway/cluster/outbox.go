@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/nexo-im/nexo/store"
@@ -29,6 +30,65 @@ const (
 	kindPushes = "pushes"
 )
 
+// outbox is the queue of remote pushes: a FIFO of at most outboxSize
+// items whose storage grows with what is queued (doubling from 16) and is
+// given back when it drains. A channel of outboxSize allocated whole took
+// 1.2 MB on every server, one that is alone (never queues) included.
+type outbox struct {
+	mu      sync.Mutex
+	buf     []streams.BusPush
+	head, n int
+	// ready holds a token when something was queued since the flusher
+	// last took.
+	ready chan struct{}
+}
+
+func newOutbox() *outbox { return &outbox{ready: make(chan struct{}, 1)} }
+
+// put queues it; false when outboxSize items are queued.
+func (q *outbox) put(it streams.BusPush) bool {
+	q.mu.Lock()
+	if q.n >= outboxSize {
+		q.mu.Unlock()
+		return false
+	}
+	if q.n == len(q.buf) {
+		buf := make([]streams.BusPush, min(max(2*len(q.buf), 16), outboxSize))
+		for i := range q.n {
+			buf[i] = q.buf[(q.head+i)%len(q.buf)]
+		}
+		q.buf, q.head = buf, 0
+	}
+	q.buf[(q.head+q.n)%len(q.buf)] = it
+	q.n++
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default: // a token is waiting already
+	}
+	return true
+}
+
+// take appends what is queued to batch, oldest first, up to outboxBatch
+// items in batch.
+func (q *outbox) take(batch []streams.BusPush) []streams.BusPush {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.n > 0 && len(batch) < outboxBatch {
+		batch = append(batch, q.buf[q.head])
+		q.buf[q.head] = streams.BusPush{} // the frame is the batch's now
+		q.head = (q.head + 1) % len(q.buf)
+		q.n--
+	}
+	if q.n == 0 {
+		q.head = 0
+		if len(q.buf) > 64 {
+			q.buf = nil // a burst is over: give its storage back
+		}
+	}
+	return batch
+}
+
 // flushLoop publishes queued pushes until ctx ends, then publishes what is
 // still queued (bounded by the stop timeout) and returns.
 func (r *Relay) flushLoop(ctx context.Context) {
@@ -38,32 +98,23 @@ func (r *Relay) flushLoop(ctx context.Context) {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			for {
-				batch = r.take(batch[:0])
+				batch = r.out.take(batch[:0])
 				if len(batch) == 0 || dctx.Err() != nil {
 					cancel()
 					return
 				}
 				r.flush(dctx, batch)
 			}
-		case it := <-r.out:
-			batch = append(batch[:0], it)
-			batch = r.take(batch)
-			r.flush(ctx, batch)
+		case <-r.out.ready:
+			for ctx.Err() == nil {
+				if batch = r.out.take(batch[:0]); len(batch) == 0 {
+					break
+				}
+				r.flush(ctx, batch)
+			}
 		}
+		clear(batch) // hold no frame while idle
 	}
-}
-
-// take appends what is queued now to batch, up to outboxBatch items.
-func (r *Relay) take(batch []streams.BusPush) []streams.BusPush {
-	for len(batch) < outboxBatch {
-		select {
-		case it := <-r.out:
-			batch = append(batch, it)
-		default:
-			return batch
-		}
-	}
-	return batch
 }
 
 // flush routes batch: one presence lookup for every recipient, one

@@ -97,7 +97,7 @@ type Relay struct {
 	log        *slog.Logger
 	m          *metrics
 	inbox      *streams.Inbox
-	out        chan streams.BusPush // the outbox (outbox.go)
+	out        *outbox
 }
 
 var _ ws.Registry = (*Relay)(nil)
@@ -116,7 +116,7 @@ func NewRelay(d Deps) (*Relay, error) {
 		return nil, err
 	}
 	return &Relay{local: d.Local, presence: d.Presence, membership: d.Membership, bus: d.Bus, maxAge: d.MaxAge, log: log, m: m,
-		out: make(chan streams.BusPush, outboxSize)}, nil
+		out: newOutbox()}, nil
 }
 
 // Start subscribes to this instance's inbox (every envelope published
@@ -184,12 +184,11 @@ func (r *Relay) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, e
 	if ref, ok := f.Msg(); ok {
 		it.Msg = &ref
 	}
-	select {
-	case r.out <- it:
+	if r.out.put(it) {
 		return n + 1
-	default: // the outbox is full: route this one now
-		return n + r.route(ctx, userIDs, streams.BusEnvelope{Kind: kindPush, Except: exceptConn, Msg: it.Msg, Payload: it.Frame})
 	}
+	// The outbox is full: route this one now.
+	return n + r.route(ctx, userIDs, streams.BusEnvelope{Kind: kindPush, Except: exceptConn, Msg: it.Msg, Payload: it.Frame})
 }
 
 // route publishes e to every other live instance holding any of userIDs,

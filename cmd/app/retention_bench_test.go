@@ -130,8 +130,9 @@ const retentionSettle = time.Second
 // time and rate, and checks that exactly the expired messages were
 // deleted and every message the load sent was answered, saved and kept.
 // NEXO_BENCH_PAUSE_MS and NEXO_BENCH_BATCH override retention.clean_pause
-// and clean_batch. Without -v go test keeps only the first lines of the
-// log. docs/bench/retention.md has the figures.
+// and clean_batch, NEXO_BENCH_LEASE_BLOCK seq.lease_block;
+// NEXO_BENCH_SEARCH=0 turns search off. Without -v go test keeps only the
+// first lines of the log. docs/bench/retention.md has the figures.
 func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 	expired := benchEnvInt("NEXO_BENCH_EXPIRED", 20_000)
 	rate := max(1, benchEnvInt("NEXO_BENCH_RATE", 200))
@@ -141,6 +142,9 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		cfg := realConfig(b)
 		cfg.ServerAPI.Keys = []string{apiKey}
 		cfg.TwoPhase.Enabled = twoPhase
+		// NEXO_BENCH_SEARCH=0: no search table, so a sweep deletes
+		// messages alone.
+		cfg.Search.Enabled = os.Getenv("NEXO_BENCH_SEARCH") != "0"
 		cfg.Retention.MaxAge = time.Hour
 		cfg.Retention.CleanInterval = time.Hour // the benchmark drives the sweep
 		if pause := benchEnvInt("NEXO_BENCH_PAUSE_MS", -1); pause >= 0 {
@@ -148,6 +152,11 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		}
 		if n := benchEnvInt("NEXO_BENCH_BATCH", 0); n > 0 {
 			cfg.Retention.CleanBatch = n
+		}
+		// NEXO_BENCH_LEASE_BLOCK: seq.lease_block, whose lease is a
+		// database commit on the ACK's path once a block is used up.
+		if n := benchEnvInt("NEXO_BENCH_LEASE_BLOCK", 0); n > 0 {
+			cfg.Seq.LeaseBlock = int64(n)
 		}
 		a, base, logs, _ := runAppLevel(b, cfg, slog.LevelInfo)
 		// The app's own cleaner sweeps once at start (an empty history);

@@ -36,8 +36,15 @@ func startAppValue(t *testing.T, cfg configs.Config) (*App, string) {
 
 func runApp(t testing.TB, cfg configs.Config) (a *App, base string, logs *storetest.LogBuffer, stop func() error) {
 	t.Helper()
+	return runAppLevel(t, cfg, slog.LevelDebug)
+}
+
+// runAppLevel is runApp logging at level: a benchmark logs at info, as a
+// server does by default.
+func runAppLevel(t testing.TB, cfg configs.Config, level slog.Level) (a *App, base string, logs *storetest.LogBuffer, stop func() error) {
+	t.Helper()
 	logs = &storetest.LogBuffer{}
-	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: level}))
 	ctx, cancel := context.WithCancel(context.Background())
 	a, err := New(ctx, cfg, logger)
 	if err != nil {

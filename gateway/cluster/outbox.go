@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/nexo-im/nexo/store"
@@ -20,8 +19,9 @@ import (
 // per batch.
 
 const (
-	// outboxSize bounds the queue; a push that finds it full is routed
-	// synchronously, as before batching.
+	// outboxSize bounds the queue (a domain.Queue: its storage follows
+	// what is queued); a push that finds it full is routed synchronously,
+	// as before batching.
 	outboxSize = 16384
 	// outboxBatch bounds one flush.
 	outboxBatch = 512
@@ -29,65 +29,6 @@ const (
 	// streams.EncodeBusPushes).
 	kindPushes = "pushes"
 )
-
-// outbox is the queue of remote pushes: a FIFO of at most outboxSize
-// items whose storage grows with what is queued (doubling from 16) and is
-// given back when it drains. A channel of outboxSize allocated whole took
-// 1.2 MB on every server, one that is alone (never queues) included.
-type outbox struct {
-	mu      sync.Mutex
-	buf     []streams.BusPush
-	head, n int
-	// ready holds a token when something was queued since the flusher
-	// last took.
-	ready chan struct{}
-}
-
-func newOutbox() *outbox { return &outbox{ready: make(chan struct{}, 1)} }
-
-// put queues it; false when outboxSize items are queued.
-func (q *outbox) put(it streams.BusPush) bool {
-	q.mu.Lock()
-	if q.n >= outboxSize {
-		q.mu.Unlock()
-		return false
-	}
-	if q.n == len(q.buf) {
-		buf := make([]streams.BusPush, min(max(2*len(q.buf), 16), outboxSize))
-		for i := range q.n {
-			buf[i] = q.buf[(q.head+i)%len(q.buf)]
-		}
-		q.buf, q.head = buf, 0
-	}
-	q.buf[(q.head+q.n)%len(q.buf)] = it
-	q.n++
-	q.mu.Unlock()
-	select {
-	case q.ready <- struct{}{}:
-	default: // a token is waiting already
-	}
-	return true
-}
-
-// take appends what is queued to batch, oldest first, up to outboxBatch
-// items in batch.
-func (q *outbox) take(batch []streams.BusPush) []streams.BusPush {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	for q.n > 0 && len(batch) < outboxBatch {
-		batch = append(batch, q.buf[q.head])
-		q.buf[q.head] = streams.BusPush{} // the frame is the batch's now
-		q.head = (q.head + 1) % len(q.buf)
-		q.n--
-	}
-	if q.n == 0 {
-		q.head = 0
-		if len(q.buf) > 64 {
-			q.buf = nil // a burst is over: give its storage back
-		}
-	}
-	return batch
-}
 
 // flushLoop publishes queued pushes until ctx ends, then publishes what is
 // still queued (bounded by the stop timeout) and returns.
@@ -98,16 +39,16 @@ func (r *Relay) flushLoop(ctx context.Context) {
 		case <-ctx.Done():
 			dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 			for {
-				batch = r.out.take(batch[:0])
+				batch = r.out.TakeUpTo(batch[:0], outboxBatch)
 				if len(batch) == 0 || dctx.Err() != nil {
 					cancel()
 					return
 				}
 				r.flush(dctx, batch)
 			}
-		case <-r.out.ready:
+		case <-r.out.Ready():
 			for ctx.Err() == nil {
-				if batch = r.out.take(batch[:0]); len(batch) == 0 {
+				if batch = r.out.TakeUpTo(batch[:0], outboxBatch); len(batch) == 0 {
 					break
 				}
 				r.flush(ctx, batch)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/wire"
 	"github.com/nexo-im/nexo/gateway/ws"
 	"github.com/nexo-im/nexo/store"
@@ -97,7 +98,7 @@ type Relay struct {
 	log        *slog.Logger
 	m          *metrics
 	inbox      *streams.Inbox
-	out        *outbox
+	out        *domain.Queue[streams.BusPush]
 }
 
 var _ ws.Registry = (*Relay)(nil)
@@ -116,7 +117,7 @@ func NewRelay(d Deps) (*Relay, error) {
 		return nil, err
 	}
 	return &Relay{local: d.Local, presence: d.Presence, membership: d.Membership, bus: d.Bus, maxAge: d.MaxAge, log: log, m: m,
-		out: newOutbox()}, nil
+		out: domain.NewQueue[streams.BusPush](outboxSize)}, nil
 }
 
 // Start subscribes to this instance's inbox (every envelope published
@@ -184,7 +185,7 @@ func (r *Relay) PushToUsers(ctx context.Context, userIDs []string, f ws.Frame, e
 	if ref, ok := f.Msg(); ok {
 		it.Msg = &ref
 	}
-	if r.out.put(it) {
+	if r.out.Put(it) {
 		return n + 1
 	}
 	// The outbox is full: route this one now.

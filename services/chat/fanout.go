@@ -4,7 +4,6 @@ import (
 	"context"
 	"hash/maphash"
 	"log/slog"
-	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -25,7 +24,7 @@ type GroupFanout interface {
 // order their saves finished, which clients put in seq order
 // (docs/protocol.md).
 type AsyncFanout struct {
-	lanes   []*fanoutLane
+	lanes   []*domain.Queue[fanoutJob]
 	seed    maphash.Seed
 	push    *Pusher
 	groups  GroupFanout
@@ -41,69 +40,6 @@ type fanoutJob struct {
 	exceptConn string
 }
 
-// fanoutLane is one lane's queue: a FIFO of at most limit jobs whose
-// storage grows with what is queued (doubling from 16) and is given back
-// when it drains. Channels of push.queue_size allocated whole took 1.5 MB
-// on every server, though with two-phase on (the default) the synchronous
-// path queues nothing.
-type fanoutLane struct {
-	mu      sync.Mutex
-	buf     []fanoutJob
-	head, n int
-	limit   int
-	// ready holds a token when a job was queued since the worker last
-	// found the lane empty.
-	ready chan struct{}
-}
-
-func newFanoutLane(limit int) *fanoutLane {
-	return &fanoutLane{limit: limit, ready: make(chan struct{}, 1)}
-}
-
-// put queues j; false when limit jobs are queued.
-func (l *fanoutLane) put(j fanoutJob) bool {
-	l.mu.Lock()
-	if l.n >= l.limit {
-		l.mu.Unlock()
-		return false
-	}
-	if l.n == len(l.buf) {
-		buf := make([]fanoutJob, min(max(2*len(l.buf), 16), l.limit))
-		for i := range l.n {
-			buf[i] = l.buf[(l.head+i)%len(l.buf)]
-		}
-		l.buf, l.head = buf, 0
-	}
-	l.buf[(l.head+l.n)%len(l.buf)] = j
-	l.n++
-	l.mu.Unlock()
-	select {
-	case l.ready <- struct{}{}:
-	default: // a token is waiting already
-	}
-	return true
-}
-
-// take removes the oldest job; false when none is queued.
-func (l *fanoutLane) take() (fanoutJob, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.n == 0 {
-		return fanoutJob{}, false
-	}
-	j := l.buf[l.head]
-	l.buf[l.head] = fanoutJob{}
-	l.head = (l.head + 1) % len(l.buf)
-	l.n--
-	if l.n == 0 {
-		l.head = 0
-		if len(l.buf) > 64 {
-			l.buf = nil // a burst is over: give its storage back
-		}
-	}
-	return j, true
-}
-
 // PushFilter tells whether a user wants no push for a single chat
 // (recv_msg_opt 1), answered from memory (services/sync.NoPushCache).
 type PushFilter interface {
@@ -115,9 +51,11 @@ type PushFilter interface {
 // until group chat is wired; filter nil pushes every single chat to its
 // receiver.
 func NewAsyncFanout(size, workers int, push *Pusher, groups GroupFanout, filter PushFilter, reg prometheus.Registerer, log *slog.Logger) *AsyncFanout {
-	lanes := make([]*fanoutLane, max(workers, 1))
+	// Each lane's storage follows what it queues (domain.Queue): with
+	// two-phase on (the default) the synchronous path queues nothing.
+	lanes := make([]*domain.Queue[fanoutJob], max(workers, 1))
 	for i := range lanes {
-		lanes[i] = newFanoutLane(max(size/len(lanes), 1))
+		lanes[i] = domain.NewQueue[fanoutJob](size / len(lanes))
 	}
 	a := &AsyncFanout{
 		lanes: lanes, seed: maphash.MakeSeed(), push: push, groups: groups, filter: filter, log: log,
@@ -136,7 +74,7 @@ func NewAsyncFanout(size, workers int, push *Pusher, groups GroupFanout, filter 
 func (a *AsyncFanout) Deliver(m *domain.Message, exceptConn string) {
 	lane := a.lanes[maphash.String(a.seed, m.ConversationID)%uint64(len(a.lanes))]
 	c := *m // the caller keeps m
-	if !lane.put(fanoutJob{m: &c, exceptConn: exceptConn}) {
+	if !lane.Put(fanoutJob{m: &c, exceptConn: exceptConn}) {
 		a.dropped.Inc()
 	}
 }
@@ -148,11 +86,11 @@ func (a *AsyncFanout) Run(ctx context.Context) error {
 		go func() {
 			defer func() { done <- struct{}{} }()
 			for ctx.Err() == nil {
-				j, ok := lane.take()
+				j, ok := lane.Take()
 				if !ok {
 					select {
 					case <-ctx.Done():
-					case <-lane.ready:
+					case <-lane.Ready():
 					}
 					continue
 				}

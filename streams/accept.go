@@ -125,6 +125,7 @@ func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int6
 	}
 	if a.opt.lookup != nil {
 		a.lost = newLostCheck(a, a.opt)
+		a.lost.probe = a.shardRunID
 	}
 	a.perf = newAcceptPerf(rdb, keys, a.opt.perfLog)
 	return a
@@ -284,9 +285,22 @@ func (a *Accepter) run(ctx context.Context, keys []string, args []any, appending
 // ReleaseIdle forgets the accepts the lost-message check remembers beyond
 // its window and shrinks what a load grew, so an idle process holds no
 // memory for a load that has passed (cmd/app calls it when idle). It
-// changes nothing the check can still report: those entries are the ones
-// the next accept would drop. It returns about how many bytes it let go.
-func (a *Accepter) ReleaseIdle() int64 { return a.lost.trim() }
+// changes nothing the check can still report: it drops a shard's entries
+// only after that shard's server answered with the run_id that took them
+// (one INFO per such shard), and a changed server starts their check. It
+// returns about how many bytes it let go.
+func (a *Accepter) ReleaseIdle(ctx context.Context) int64 { return a.lost.trim(ctx) }
+
+// runIDScript answers the run_id of the server that runs it (KEYS[1]
+// routes it to a shard's server in a cluster).
+var runIDScript = redis.NewScript(`return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''`)
+
+// shardRunID is the run_id of the Redis server answering for shard now.
+func (a *Accepter) shardRunID(ctx context.Context, shard int) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	return runIDScript.Run(ctx, a.rdb, []string{a.keys.ToSave(shard)}).Text()
+}
 
 // Ping reports whether Redis answers.
 func (a *Accepter) Ping(ctx context.Context) error {

@@ -46,6 +46,10 @@ type lostCheck struct {
 	changes prometheus.Counter
 	fenced  prometheus.Counter
 
+	// probe asks the Redis server answering for a shard for its run_id
+	// (nil: trim does not ask; tests).
+	probe func(ctx context.Context, shard int) (string, error)
+
 	mu     sync.Mutex
 	nodes  map[int]string
 	recent map[int]*acceptRing
@@ -203,18 +207,46 @@ func (c *lostCheck) record(shard int, m *domain.Message, seq int64) {
 // accept comes to drop the last window's entries, which would otherwise
 // hold the ring and every string it names for good.
 //
+// Entries are dropped only once the shard's server is known to be the one
+// that took them: a process is idle during a Redis outage too, and the
+// first accept after a failover checks everything remembered (sawNode),
+// however old. So trim first asks the server of each shard it would drop
+// from for its run_id (probe): a server that does not answer keeps the
+// shard's entries for a later trim, and a changed one starts the check a
+// next accept would have started.
+//
 // It returns about how many bytes it let go: the entries dropped with the
 // strings they name (recentAcceptBytes each) and the ring slots given back.
-func (c *lostCheck) trim() int64 {
+func (c *lostCheck) trim(ctx context.Context) int64 {
 	if c == nil {
 		return 0
 	}
 	now := time.Since(c.epoch)
 	c.mu.Lock()
+	var due []int // shards with entries past the window whose server we know
+	for shard, q := range c.recent {
+		if q.n > 0 && now-q.buf[q.head].at > c.window && c.nodes[shard] != "" {
+			due = append(due, shard)
+		}
+	}
+	c.mu.Unlock()
+	keep := map[int]bool{}
+	for _, shard := range due {
+		if c.probe == nil {
+			continue
+		}
+		node, err := c.probe(ctx, shard)
+		if err != nil || node == "" {
+			keep[shard] = true
+			continue
+		}
+		c.sawNode(shard, node) // a changed server takes the shard's entries to its check
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	var dropped, slots int
 	for shard, q := range c.recent {
-		for q.n > 0 && now-q.buf[q.head].at > c.window {
+		for !keep[shard] && q.n > 0 && now-q.buf[q.head].at > c.window {
 			q.buf[q.head] = recentAccept{}
 			q.head = (q.head + 1) % len(q.buf)
 			q.n--

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
@@ -64,10 +66,10 @@ func TestLostCheckTrimGivesBackAPassedLoad(t *testing.T) {
 	if n, slots := c.remembered(); n != 10010 || slots < 15000 {
 		t.Fatalf("before: %d entries in %d slots", n, slots)
 	}
-	if freed := c.trim(); freed < 10000*recentAcceptBytes {
+	if freed := c.trim(context.Background()); freed < 10000*recentAcceptBytes {
 		t.Fatalf("trim reports %d bytes let go for 10,000 entries dropped", freed)
 	}
-	if freed := c.trim(); freed != 0 {
+	if freed := c.trim(context.Background()); freed != 0 {
 		t.Fatalf("a second trim reports %d bytes let go, want 0", freed)
 	}
 	if _, ok := c.recent[0]; ok {
@@ -83,7 +85,7 @@ func TestLostCheckTrimGivesBackAPassedLoad(t *testing.T) {
 		}
 	}
 	var nilCheck *lostCheck
-	nilCheck.trim() // the check off: nothing to do, no panic
+	nilCheck.trim(context.Background()) // the check off: nothing to do, no panic
 }
 
 func ringPush(q *acceptRing, r recentAccept, c *lostCheck) *acceptRing {
@@ -160,5 +162,66 @@ func TestLostCheckFindsTheAcceptsRecords(t *testing.T) {
 	}
 	if checked != len(sent) || len(missing) != 1 || missing[0] != gone.ClientMsgID {
 		t.Fatalf("checked %d of %d accepts; missing %v, want [%s]", checked, len(sent), missing, gone.ClientMsgID)
+	}
+}
+
+// An idle trim drops a shard's entries past the window only once the
+// shard's server answered with the run_id that took them: a server that
+// does not answer (an outage, when the process is idle too) keeps them for
+// the check the next accept starts, and a server with another run_id
+// starts that check at once, with every entry.
+func TestIdleTrimKeepsWhatAFailoverMustCheck(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := storetest.Redis(t)
+	keys := NewKeys(prefix, 1)
+	a := NewAccepter(rdb, keys, store.NewSeqRepo(storetest.MySQL(t)), 100, time.Hour,
+		WithLostCheck(noneSaved{}, slog.New(slog.DiscardHandler), nil, time.Second))
+	for i := range 5 {
+		m := domain.Message{ServerMsgID: fmt.Sprint("srv-", i), ClientMsgID: fmt.Sprint("cli-", i),
+			ConversationID: domain.SingleConversationID("ann", "ben"), SenderID: "ann", RecvID: "ben",
+			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		if _, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: DeliverFirst, Append: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := a.lost
+	if c.nodes[0] == "" {
+		t.Fatal("the accepts recorded no run_id for the shard")
+	}
+	c.epoch = c.epoch.Add(-time.Hour) // every entry is now past the window
+	entries := func() int { n, _ := c.remembered(); return n }
+
+	real := c.probe
+	c.probe = func(context.Context, int) (string, error) { return "", fmt.Errorf("connection refused") }
+	if c.trim(ctx); entries() != 5 {
+		t.Fatalf("a server that does not answer: %d of 5 entries kept", entries())
+	}
+	c.probe = real
+	if got, err := c.probe(ctx, 0); err != nil || got != c.nodes[0] {
+		t.Fatalf("probe answered %q (%v), the accepts saw %q", got, err, c.nodes[0])
+	}
+	changes := testutil.ToFloat64(c.changes)
+	c.probe = func(context.Context, int) (string, error) { return "another-server", nil }
+	if c.trim(ctx); entries() != 0 || testutil.ToFloat64(c.changes) != changes+1 {
+		t.Fatalf("a changed server: %d entries left, %v changes noted (want 0 and %v)", entries(), testutil.ToFloat64(c.changes), changes+1)
+	}
+
+	for i := range 3 { // the same server throughout: the trim drops them
+		m := domain.Message{ServerMsgID: fmt.Sprint("srv2-", i), ClientMsgID: fmt.Sprint("cli2-", i),
+			ConversationID: domain.SingleConversationID("ann", "ben"), SenderID: "ann", RecvID: "ben",
+			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		if _, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: DeliverFirst, Append: true}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if entries() != 3 {
+		t.Fatalf("%d of 3 new accepts remembered", entries())
+	}
+	c.probe = real
+	c.mu.Lock()
+	c.window = 0 // the new entries are past the window too
+	c.mu.Unlock()
+	if c.trim(ctx); entries() != 0 {
+		t.Fatalf("the same server: %d entries kept past the window", entries())
 	}
 }

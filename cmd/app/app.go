@@ -144,7 +144,7 @@ type App struct {
 	shardLeases *streams.ShardLeases
 	// idleTrims run when the process is idle, before it returns its free
 	// heap to the system (memory.idle_release, cmd/app/memory.go).
-	idleTrims []func() int64
+	idleTrims []func(context.Context) int64
 }
 
 // New builds every component from cfg (already validated). On error it

@@ -28,7 +28,7 @@ type idleReleaser struct {
 	// trims run at each idle check: components dropping what a past load
 	// left them holding (streams.Accepter.ReleaseIdle), each returning
 	// about how many bytes it let go, which counts toward a release.
-	trims    []func() int64
+	trims    []func(context.Context) int64
 	released prometheus.Counter
 }
 
@@ -74,7 +74,7 @@ func (r *idleReleaser) run(ctx context.Context) error {
 		allocs, retained := v[0], v[1]+v[2]+v[3]-min(v[3], v[4])
 		if allocs-prev < r.minBytes {
 			for _, trim := range r.trims {
-				retained += uint64(max(trim(), 0))
+				retained += uint64(max(trim(ctx), 0))
 			}
 		}
 		if r.idle(allocs-prev, retained) {

@@ -505,6 +505,14 @@ type TwoPhase struct {
 	// AcceptReplicasTimeout bounds that wait; a send whose writes are not
 	// acknowledged in time is answered server_busy (its retry finds it).
 	AcceptReplicasTimeout time.Duration `koanf:"accept_replicas_timeout"`
+	// DuplicateCheckWait bounds how long a two-phase send waits for the
+	// database's answer to "is this client_msg_id saved already?" (a retry
+	// Redis no longer remembers) before it goes on without it: the ACK
+	// never waits longer on the database, and a retry that goes on is
+	// still saved once (the save stage finds the original; its ACK(saved)
+	// names it). 0 waits for the answer (bounded by 2 s). docs/pipeline.md,
+	// "Idempotency".
+	DuplicateCheckWait time.Duration `koanf:"duplicate_check_wait"`
 }
 
 // Streams configures the sharded Redis Streams and their consumers.
@@ -961,6 +969,12 @@ func (c *Config) applyEmbeddedDefaults(set func(key string) bool) {
 	if !set("two_phase.idempotency_ttl") {
 		c.TwoPhase.IdempotencyTTL = EmbeddedIdempotencyTTL
 	}
+	// Retries lean on the database's duplicate check there (the minute
+	// above, and a Redis that forgets at each restart), and the database
+	// is a local file: the check is always waited for.
+	if !set("two_phase.duplicate_check_wait") {
+		c.TwoPhase.DuplicateCheckWait = 0
+	}
 }
 
 // Default returns the configuration with every default filled in.
@@ -990,7 +1004,7 @@ func Default() Config {
 			PresenceTTL: 60 * time.Second,
 		},
 		TwoPhase: TwoPhase{Enabled: true, DeliverBeforeSaved: false, FailOpen: true, IdempotencyTTL: 24 * time.Hour,
-			AcceptReplicasTimeout: 100 * time.Millisecond},
+			AcceptReplicasTimeout: 100 * time.Millisecond, DuplicateCheckWait: 20 * time.Millisecond},
 		Streams: Streams{
 			Shards: 8, ReadCount: 256, Block: 2 * time.Second,
 			ClaimMinIdle: 5 * time.Second, TrimInterval: 5 * time.Second,

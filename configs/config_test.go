@@ -214,6 +214,19 @@ func TestEmbeddedDefaults(t *testing.T) {
 			t.Errorf("%v: idempotency_ttl = %v, %v; want %v", tc.env, cfg.TwoPhase.IdempotencyTTL, err, tc.want)
 		}
 	}
+	for _, tc := range []struct {
+		env  []string
+		want time.Duration
+	}{
+		{nil, 0},
+		{[]string{"NEXO_TWO_PHASE_DUPLICATE_CHECK_WAIT=5ms"}, 5 * time.Millisecond},
+		{[]string{"NEXO_MYSQL_DSN=x", "NEXO_REDIS_ADDR=127.0.0.1:6379", "NEXO_JWT_SECRET=" + secret}, 20 * time.Millisecond},
+	} {
+		cfg, err := Load("", append([]string{}, tc.env...))
+		if err != nil || cfg.TwoPhase.DuplicateCheckWait != tc.want {
+			t.Errorf("%v: duplicate_check_wait = %v, %v; want %v", tc.env, cfg.TwoPhase.DuplicateCheckWait, err, tc.want)
+		}
+	}
 }
 
 // TestStreamNamesValidation: stream and group names are key-safe, and the

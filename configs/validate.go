@@ -81,6 +81,8 @@ func (c *Config) Validate() error {
 		{c.TwoPhase.AcceptReplicas >= 0 && c.TwoPhase.AcceptReplicas <= 5, "two_phase.accept_replicas", "must be 0–5"},
 		{c.TwoPhase.AcceptReplicasTimeout >= time.Millisecond && c.TwoPhase.AcceptReplicasTimeout <= 10*time.Second,
 			"two_phase.accept_replicas_timeout", "must be 1ms–10s"},
+		{c.TwoPhase.DuplicateCheckWait >= 0 && c.TwoPhase.DuplicateCheckWait <= 2*time.Second,
+			"two_phase.duplicate_check_wait", "must be 0–2s"},
 		{c.Streams.Shards >= 1 && c.Streams.Shards <= 1024, "streams.shards", "must be 1–1024"},
 		{c.Streams.ReadCount >= 1, "streams.read_count", "must be >= 1"},
 		{c.Streams.Block >= 10*time.Millisecond, "streams.block", "must be >= 10ms"},

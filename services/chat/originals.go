@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/nexo-im/nexo/domain"
@@ -57,8 +58,35 @@ func newOriginalLookup(o Originals) *originalLookup {
 		})}
 }
 
+// errLookupTooSlow: the database did not answer within the send's wait.
+var errLookupTooSlow = errors.New("the database did not answer the duplicate check in time")
+
 // find returns the saved message with key's sender and client_msg_id;
 // domain.ErrMessageNotFound when there is none, or the database's error.
-func (l *originalLookup) find(ctx context.Context, key domain.ClientMsgKey) (domain.Message, error) {
-	return l.gc.Do(ctx, key)
+// With wait > 0 it returns errLookupTooSlow once wait has passed without
+// an answer (the lookup finishes on its own, shared with the sends of its
+// batch).
+func (l *originalLookup) find(ctx context.Context, key domain.ClientMsgKey, wait time.Duration) (domain.Message, error) {
+	if wait <= 0 {
+		return l.gc.Do(ctx, key)
+	}
+	type answer struct {
+		m   domain.Message
+		err error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		m, err := l.gc.Do(context.WithoutCancel(ctx), key)
+		done <- answer{m, err}
+	}()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case a := <-done:
+		return a.m, a.err
+	case <-t.C:
+		return domain.Message{}, errLookupTooSlow
+	case <-ctx.Done():
+		return domain.Message{}, ctx.Err()
+	}
 }

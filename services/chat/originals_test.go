@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -12,9 +13,14 @@ type fakeOriginals struct {
 	saved map[domain.ClientMsgKey]domain.Message
 	err   error
 	calls int
+	// hold, when set, keeps every query waiting until it is closed.
+	hold chan struct{}
 }
 
 func (f *fakeOriginals) ByClientMsgIDs(_ context.Context, keys []domain.ClientMsgKey) (map[domain.ClientMsgKey]domain.Message, error) {
+	if f.hold != nil {
+		<-f.hold
+	}
 	f.calls++
 	if f.err != nil {
 		return nil, f.err
@@ -35,14 +41,14 @@ func TestOriginalLookup(t *testing.T) {
 	saved := domain.ClientMsgKey{SenderID: "alice", ClientMsgID: "c1"}
 	f := &fakeOriginals{saved: map[domain.ClientMsgKey]domain.Message{saved: {ServerMsgID: "s1", Seq: 7}}}
 	l := newOriginalLookup(f)
-	if m, err := l.find(ctx, saved); err != nil || m.Seq != 7 {
+	if m, err := l.find(ctx, saved, 0); err != nil || m.Seq != 7 {
 		t.Errorf("saved key: %+v, %v", m, err)
 	}
-	if _, err := l.find(ctx, domain.ClientMsgKey{SenderID: "alice", ClientMsgID: "c2"}); !errors.Is(err, domain.ErrMessageNotFound) {
+	if _, err := l.find(ctx, domain.ClientMsgKey{SenderID: "alice", ClientMsgID: "c2"}, 0); !errors.Is(err, domain.ErrMessageNotFound) {
 		t.Errorf("unsaved key: %v, want ErrMessageNotFound", err)
 	}
 	f.err = errors.New("db down")
-	if _, err := l.find(ctx, saved); !errors.Is(err, f.err) {
+	if _, err := l.find(ctx, saved, 0); !errors.Is(err, f.err) {
 		t.Errorf("database failure: %v", err)
 	}
 	if f.calls != 3 {
@@ -50,5 +56,22 @@ func TestOriginalLookup(t *testing.T) {
 	}
 	if newOriginalLookup(nil) != nil {
 		t.Error("no Originals must mean no check")
+	}
+}
+
+// With a wait, a database slower than it leaves the send to go on
+// (errLookupTooSlow) while the query finishes on its own; one that answers
+// in time is heard as without a wait.
+func TestOriginalLookupWait(t *testing.T) {
+	ctx := context.Background()
+	saved := domain.ClientMsgKey{SenderID: "alice", ClientMsgID: "c1"}
+	f := &fakeOriginals{saved: map[domain.ClientMsgKey]domain.Message{saved: {ServerMsgID: "s1", Seq: 7}}, hold: make(chan struct{})}
+	l := newOriginalLookup(f)
+	if _, err := l.find(ctx, saved, 5*time.Millisecond); !errors.Is(err, errLookupTooSlow) {
+		t.Fatalf("a database slower than the wait: %v, want errLookupTooSlow", err)
+	}
+	close(f.hold)
+	if m, err := l.find(ctx, saved, time.Minute); err != nil || m.Seq != 7 {
+		t.Fatalf("a database in time: %+v, %v", m, err)
 	}
 }

@@ -309,14 +309,24 @@ func (s *Service) checkOffender(sender string) error {
 // would get a new seq and only its later ACK(saved) would name the
 // original. It costs one point query on uk_sender_client_msg per send,
 // shared with the concurrent sends' (originalLookup); a database error
-// skips it (the save stage still refuses the duplicate).
+// skips it (the save stage still refuses the duplicate), and so does, on
+// the two-phase path, an answer slower than two_phase.duplicate_check_wait
+// — the ACK(accepted) does not wait on a busy database (a retention sweep,
+// a slow disk) for a check that almost every send passes.
 func (s *Service) savedOriginal(ctx context.Context, m *domain.Message) (AckJSON, bool) {
 	if s.originals == nil {
 		return AckJSON{}, false
 	}
-	orig, err := s.originals.find(ctx, domain.ClientMsgKey{SenderID: m.SenderID, ClientMsgID: m.ClientMsgID})
+	var wait time.Duration
+	if mode := s.mode.Get(); mode.Enabled {
+		wait = mode.DuplicateCheckWait
+	}
+	orig, err := s.originals.find(ctx, domain.ClientMsgKey{SenderID: m.SenderID, ClientMsgID: m.ClientMsgID}, wait)
 	switch {
 	case errors.Is(err, domain.ErrMessageNotFound):
+		return AckJSON{}, false
+	case errors.Is(err, errLookupTooSlow):
+		s.metrics.lookupsOverWait.Inc()
 		return AckJSON{}, false
 	case err != nil:
 		s.log.Warn("idempotency check in the database failed; sending (the save stage refuses a duplicate)",

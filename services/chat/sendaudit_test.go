@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -103,5 +104,42 @@ func TestFailedSendWritesAckAuditLine(t *testing.T) {
 	}
 	if id, _ := l["server_msg_id"].(string); id == "" {
 		t.Errorf("no server_msg_id in %v", l)
+	}
+}
+
+// TestTwoPhaseSendDoesNotWaitOnASlowDuplicateCheck: a two-phase send whose
+// duplicate check is slower than two_phase.duplicate_check_wait is
+// accepted without its answer and counted; with the wait at 0 the same
+// send waits for the answer and is told it is the saved original.
+func TestTwoPhaseSendDoesNotWaitOnASlowDuplicateCheck(t *testing.T) {
+	req := SendRequest{ClientMsgID: "slow-1", SessionType: int(domain.SessionSingle), RecvID: "bob",
+		MsgType: int(domain.MsgText), Content: ContentJSON{Text: "hi"}}
+	key := domain.ClientMsgKey{SenderID: "alice", ClientMsgID: "slow-1"}
+	for _, wait := range []time.Duration{5 * time.Millisecond, 0} {
+		orig := &fakeOriginals{saved: map[domain.ClientMsgKey]domain.Message{key: {ServerMsgID: "original", Seq: 3, SenderID: "alice"}},
+			hold: make(chan struct{})}
+		reg := prometheus.NewRegistry()
+		s := NewService(Deps{Mode: NewMode(configs.TwoPhase{Enabled: true, FailOpen: true, IdempotencyTTL: time.Hour, DuplicateCheckWait: wait}),
+			Msg: configs.Default().Msg, Accepter: freshAccepter{}, Users: everyone{}, Fanout: noFanout{}, Originals: orig,
+			Log: slog.New(slog.DiscardHandler), Registry: reg})
+		if wait == 0 {
+			close(orig.hold) // the database answers, however long it takes
+		}
+		ack, err := s.Send(context.Background(), Origin{UserID: "alice"}, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		over := testutil.ToFloat64(s.metrics.lookupsOverWait)
+		switch wait {
+		case 0:
+			if ack.ServerMsgID != "original" || ack.AckType != string(domain.AckSaved) || over != 0 {
+				t.Fatalf("wait 0: ack %+v (over the wait %v), want the original as saved", ack, over)
+			}
+		default:
+			if ack.ServerMsgID == "original" || ack.AckType != string(domain.AckAccepted) || ack.Seq != 7 || over != 1 {
+				t.Fatalf("wait %v: ack %+v, %v over the wait; want a new accept and 1", wait, ack, over)
+			}
+			close(orig.hold)
+		}
 	}
 }

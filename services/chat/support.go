@@ -47,6 +47,9 @@ type sendMetrics struct {
 	fallbacks    prometheus.Counter
 	refused      prometheus.Counter
 	dbDuplicates prometheus.Counter
+	// lookupsOverWait: sends that went on without the duplicate check's
+	// answer (two_phase.duplicate_check_wait).
+	lookupsOverWait prometheus.Counter
 }
 
 func newSendMetrics(reg prometheus.Registerer) *sendMetrics {
@@ -68,9 +71,13 @@ func newSendMetrics(reg prometheus.Registerer) *sendMetrics {
 			Namespace: "nexo", Name: "send_duplicates_in_database_total",
 			Help: "Sends found already saved in the database (uk_sender_client_msg) by the gateway: a retry answered from the database because Redis no longer remembered its client_msg_id, or a synchronous-path insert that met the original. The save stage counts its own in nexo_save_duplicates_total.",
 		}),
+		lookupsOverWait: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "send_duplicate_checks_over_wait_total",
+			Help: "Two-phase sends that went on without the database's answer to the duplicate check (two_phase.duplicate_check_wait); a retry among them is still saved once, by the save stage.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.latency, m.fallbacks, m.refused, m.dbDuplicates)
+		reg.MustRegister(m.latency, m.fallbacks, m.refused, m.dbDuplicates, m.lookupsOverWait)
 	}
 	return m
 }

@@ -158,6 +158,11 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		if n := benchEnvInt("NEXO_BENCH_LEASE_BLOCK", 0); n > 0 {
 			cfg.Seq.LeaseBlock = int64(n)
 		}
+		// NEXO_BENCH_CHECK_WAIT_MS: two_phase.duplicate_check_wait, how
+		// long a send's ACK may wait on the database's duplicate check.
+		if ms := benchEnvInt("NEXO_BENCH_CHECK_WAIT_MS", -1); ms >= 0 {
+			cfg.TwoPhase.DuplicateCheckWait = time.Duration(ms) * time.Millisecond
+		}
 		a, base, logs, _ := runAppLevel(b, cfg, slog.LevelInfo)
 		// The app's own cleaner sweeps once at start (an empty history);
 		// after that it idles for clean_interval.
@@ -306,9 +311,9 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		gate.mu.Lock()
 		batches := gate.batches
 		gate.mu.Unlock()
-		b.Logf("two_phase %v, %d msg/s, clean_batch %d, clean_pause %v, windows of %v; load average at the start %s, at the end %s "+
+		b.Logf("two_phase %v (duplicate_check_wait %v), %d msg/s, clean_batch %d, clean_pause %v, windows of %v; load average at the start %s, at the end %s "+
 			"(lag: ACK(accepted) → ACK(saved), 0 on the synchronous path, whose ACK is the save)",
-			twoPhase, rate, cfg.Retention.CleanBatch, cfg.Retention.CleanPause, window, loadAtStart, loadAverage())
+			twoPhase, cfg.TwoPhase.DuplicateCheckWait, rate, cfg.Retention.CleanBatch, cfg.Retention.CleanPause, window, loadAtStart, loadAverage())
 		b.Logf("without the cleaner (median of %d windows, %d sends): ACK p50 %.2f ms p99 %.2f ms, lag p50 %.2f ms p99 %.2f ms (pooled p99: ACK %.2f, lag %.2f)",
 			off.windows, off.sends, off.ackP50, off.ackP99, off.lagP50, off.lagP99, off.pooledAckP99, off.pooledLag99)
 		b.Logf("while sweeping      (median of %d windows, %d sends): ACK p50 %.2f ms p99 %.2f ms, lag p50 %.2f ms p99 %.2f ms (pooled p99: ACK %.2f, lag %.2f)",

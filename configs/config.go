@@ -81,6 +81,11 @@ type Retention struct {
 	// CleanPause is the cleaner's wait between two batches, which leaves
 	// the database to the message path (docs/bench/retention.md).
 	CleanPause time.Duration `koanf:"clean_pause"`
+	// CleanPauseRatio stretches that wait to this many times the last
+	// batch's own duration, so the cleaner keeps the database busy at most
+	// 1/(1+ratio) of the time whatever its deletes cost (with ratio 3: a
+	// quarter). 0: clean_pause alone.
+	CleanPauseRatio float64 `koanf:"clean_pause_ratio"`
 }
 
 // Word filter actions (moderation.action).
@@ -1060,7 +1065,7 @@ func Default() Config {
 			Export:       Rate{Rate: 3, Period: time.Hour, Burst: 3},
 			Report:       Rate{Rate: 20, Period: time.Hour, Burst: 10},
 		},
-		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500, CleanPause: 50 * time.Millisecond},
+		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500, CleanPause: 50 * time.Millisecond, CleanPauseRatio: 3},
 		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
 		Moderation: Moderation{Action: ModerationRefuse},
 		Objects: Objects{

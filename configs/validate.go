@@ -197,6 +197,7 @@ func (c *Config) Validate() error {
 		{c.Retention.CleanInterval >= time.Second, "retention.clean_interval", "must be >= 1s"},
 		{c.Retention.CleanBatch >= 1 && c.Retention.CleanBatch <= 10000, "retention.clean_batch", "must be 1–10000"},
 		{c.Retention.CleanPause >= 0 && c.Retention.CleanPause <= time.Minute, "retention.clean_pause", "must be 0–1m"},
+		{c.Retention.CleanPauseRatio >= 0 && c.Retention.CleanPauseRatio <= 100, "retention.clean_pause_ratio", "must be 0–100"},
 		{oneOf(c.Moderation.Action, ModerationRefuse, ModerationMask), "moderation.action", "allowed: refuse, mask"},
 		{c.Search.IndexWait >= 0, "search.index_wait", "must be >= 0"},
 		{c.Limits.LoginBackoff.Max >= 0, "limits.login_backoff.max", "must be >= 0 (0 disables the backoff)"},

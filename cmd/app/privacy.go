@@ -31,6 +31,6 @@ func (a *App) buildPrivacy(access *sync.Access, members *group.Members, puller *
 	routes.NewPrivacy(svc, exports, a.cfg.HTTP.MaxBodyBytes, a.log).Register(a.server, a.ws)
 	a.cleaner = privacy.NewCleaner(svc, store.NewLease(a.rdb, a.keys, "retention"), a.consumerName(),
 		privacy.CleanerConfig{Interval: a.cfg.Retention.CleanInterval, Batch: a.cfg.Retention.CleanBatch,
-			Pause: a.cfg.Retention.CleanPause}, a.log)
+			Pause: a.cfg.Retention.CleanPause, PauseRatio: a.cfg.Retention.CleanPauseRatio}, a.log)
 	a.add(component{name: "retention cleaner", run: a.cleaner.Run})
 }

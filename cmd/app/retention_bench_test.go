@@ -150,6 +150,10 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		if pause := benchEnvInt("NEXO_BENCH_PAUSE_MS", -1); pause >= 0 {
 			cfg.Retention.CleanPause = time.Duration(pause) * time.Millisecond
 		}
+		// NEXO_BENCH_PAUSE_RATIO: retention.clean_pause_ratio (whole numbers).
+		if r := benchEnvInt("NEXO_BENCH_PAUSE_RATIO", -1); r >= 0 {
+			cfg.Retention.CleanPauseRatio = float64(r)
+		}
 		if n := benchEnvInt("NEXO_BENCH_BATCH", 0); n > 0 {
 			cfg.Retention.CleanBatch = n
 		}
@@ -186,7 +190,7 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 
 		gate := newGatedLease(store.NewLease(a.rdb, a.keys, "retention"))
 		cleaner := privacy.NewCleaner(a.privacy, gate, a.consumerName(), privacy.CleanerConfig{Interval: cfg.Retention.CleanInterval,
-			Batch: cfg.Retention.CleanBatch, Pause: cfg.Retention.CleanPause}, a.log)
+			Batch: cfg.Retention.CleanBatch, Pause: cfg.Retention.CleanPause, PauseRatio: cfg.Retention.CleanPauseRatio}, a.log)
 		ctx, cancel := context.WithCancel(context.Background())
 		b.Cleanup(cancel)
 		var swept privacy.SweepResult
@@ -311,9 +315,9 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		gate.mu.Lock()
 		batches := gate.batches
 		gate.mu.Unlock()
-		b.Logf("two_phase %v (duplicate_check_wait %v), %d msg/s, clean_batch %d, clean_pause %v, windows of %v; load average at the start %s, at the end %s "+
+		b.Logf("two_phase %v (duplicate_check_wait %v), %d msg/s, clean_batch %d, clean_pause %v, clean_pause_ratio %v, windows of %v; load average at the start %s, at the end %s "+
 			"(lag: ACK(accepted) → ACK(saved), 0 on the synchronous path, whose ACK is the save)",
-			twoPhase, cfg.TwoPhase.DuplicateCheckWait, rate, cfg.Retention.CleanBatch, cfg.Retention.CleanPause, window, loadAtStart, loadAverage())
+			twoPhase, cfg.TwoPhase.DuplicateCheckWait, rate, cfg.Retention.CleanBatch, cfg.Retention.CleanPause, cfg.Retention.CleanPauseRatio, window, loadAtStart, loadAverage())
 		b.Logf("without the cleaner (median of %d windows, %d sends): ACK p50 %.2f ms p99 %.2f ms, lag p50 %.2f ms p99 %.2f ms (pooled p99: ACK %.2f, lag %.2f)",
 			off.windows, off.sends, off.ackP50, off.ackP99, off.lagP50, off.lagP99, off.pooledAckP99, off.pooledLag99)
 		b.Logf("while sweeping      (median of %d windows, %d sends): ACK p50 %.2f ms p99 %.2f ms, lag p50 %.2f ms p99 %.2f ms (pooled p99: ACK %.2f, lag %.2f)",

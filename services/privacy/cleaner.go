@@ -20,8 +20,19 @@ type CleanerConfig struct {
 	Interval time.Duration
 	// Batch is the most messages one statement deletes.
 	Batch int
-	// Pause is the wait between two batches (0: none).
+	// Pause is the least wait between two batches (0: none).
 	Pause time.Duration
+	// PauseRatio makes the wait after a batch at least PauseRatio times as
+	// long as the batch took, so the cleaner keeps the database busy at
+	// most 1/(1+PauseRatio) of the time however slow its deletes are (0:
+	// Pause alone). docs/privacy.md, "The cleaner".
+	PauseRatio float64
+}
+
+// pauseAfter is the wait after a batch that took took: Pause, or
+// PauseRatio times took when that is longer.
+func (cfg CleanerConfig) pauseAfter(took time.Duration) time.Duration {
+	return max(cfg.Pause, time.Duration(float64(took)*cfg.PauseRatio))
 }
 
 // Cleaner runs Sweep every Interval on the instance that holds the lease;
@@ -76,19 +87,21 @@ func (c *Cleaner) Once(ctx context.Context) bool {
 	if !ok {
 		return false
 	}
-	first := true
+	var batchStart time.Time // zero before the first batch
 	hold := func(ctx context.Context) bool {
-		if !first && c.cfg.Pause > 0 {
-			t := time.NewTimer(c.cfg.Pause)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return false
-			case <-t.C:
+		if !batchStart.IsZero() {
+			if pause := c.cfg.pauseAfter(time.Since(batchStart)); pause > 0 {
+				t := time.NewTimer(pause)
+				select {
+				case <-ctx.Done():
+					t.Stop()
+					return false
+				case <-t.C:
+				}
 			}
 		}
-		first = false
 		ok, err := c.lease.Acquire(ctx, c.holder, c.ttl())
+		batchStart = time.Now()
 		return err == nil && ok
 	}
 	res, err := c.svc.Sweep(ctx, time.Now(), c.cfg.Batch, hold)

@@ -515,7 +515,7 @@ type TwoPhase struct {
 	// Redis no longer remembers) before it goes on without it: the ACK
 	// never waits longer on the database, and a retry that goes on is
 	// still saved once (the save stage finds the original; its ACK(saved)
-	// names it). 0 waits for the answer (bounded by 2 s). docs/pipeline.md,
+	// names it). 0 waits for the answer (bounded by 2 s); default 10 ms. docs/pipeline.md,
 	// "Idempotency".
 	DuplicateCheckWait time.Duration `koanf:"duplicate_check_wait"`
 }
@@ -1009,7 +1009,7 @@ func Default() Config {
 			PresenceTTL: 60 * time.Second,
 		},
 		TwoPhase: TwoPhase{Enabled: true, DeliverBeforeSaved: false, FailOpen: true, IdempotencyTTL: 24 * time.Hour,
-			AcceptReplicasTimeout: 100 * time.Millisecond, DuplicateCheckWait: 20 * time.Millisecond},
+			AcceptReplicasTimeout: 100 * time.Millisecond, DuplicateCheckWait: 10 * time.Millisecond},
 		Streams: Streams{
 			Shards: 8, ReadCount: 256, Block: 2 * time.Second,
 			ClaimMinIdle: 5 * time.Second, TrimInterval: 5 * time.Second,
@@ -1065,7 +1065,7 @@ func Default() Config {
 			Export:       Rate{Rate: 3, Period: time.Hour, Burst: 3},
 			Report:       Rate{Rate: 20, Period: time.Hour, Burst: 10},
 		},
-		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 500, CleanPause: 50 * time.Millisecond, CleanPauseRatio: 3},
+		Retention:  Retention{CleanInterval: time.Minute, CleanBatch: 50, CleanPause: 50 * time.Millisecond, CleanPauseRatio: 3},
 		Search:     Search{Enabled: true, Timeout: 2 * time.Second, IndexBatch: 500, IndexWait: 200 * time.Millisecond},
 		Moderation: Moderation{Action: ModerationRefuse},
 		Objects: Objects{

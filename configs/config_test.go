@@ -220,7 +220,7 @@ func TestEmbeddedDefaults(t *testing.T) {
 	}{
 		{nil, 0},
 		{[]string{"NEXO_TWO_PHASE_DUPLICATE_CHECK_WAIT=5ms"}, 5 * time.Millisecond},
-		{[]string{"NEXO_MYSQL_DSN=x", "NEXO_REDIS_ADDR=127.0.0.1:6379", "NEXO_JWT_SECRET=" + secret}, 20 * time.Millisecond},
+		{[]string{"NEXO_MYSQL_DSN=x", "NEXO_REDIS_ADDR=127.0.0.1:6379", "NEXO_JWT_SECRET=" + secret}, 10 * time.Millisecond},
 	} {
 		cfg, err := Load("", append([]string{}, tc.env...))
 		if err != nil || cfg.TwoPhase.DuplicateCheckWait != tc.want {

@@ -101,7 +101,7 @@ func TestRetriesNeverCreateASecondMessage(t *testing.T) {
 	cfg := realConfig(t)
 	// The retry after expiry is answered from the database's duplicate
 	// check: wait for it however long a busy machine takes (the default
-	// lets a send go on after 20 ms, which this test is not about).
+	// lets a send go on after 10 ms, which this test is not about).
 	cfg.TwoPhase.DuplicateCheckWait = 0
 	base, _, _ := startApp(t, cfg)
 	a := dial(t, base, "ann", user(t, base, "ann"))

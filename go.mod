@@ -17,6 +17,7 @@ require (
 	github.com/coregx/ahocorasick v0.3.1
 	github.com/disintegration/imaging v1.6.2
 	github.com/gabriel-vasile/mimetype v1.4.16
+	github.com/gammazero/deque v1.1.0
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-echarts/go-echarts/v2 v2.6.0
 	github.com/go-json-experiment/json v0.0.0-20250725192818-e39067aee2d2
@@ -73,7 +74,6 @@ require (
 	github.com/dustin/go-humanize v1.1.0 // indirect
 	github.com/fatih/structs v1.1.0 // indirect
 	github.com/fsnotify/fsnotify v1.9.0 // indirect
-	github.com/gammazero/deque v1.1.0 // indirect
 	github.com/go-openapi/jsonpointer v0.22.5 // indirect
 	github.com/go-openapi/swag/jsonname v0.25.5 // indirect
 	github.com/go-viper/mapstructure/v2 v2.5.0 // indirect

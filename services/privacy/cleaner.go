@@ -90,7 +90,8 @@ func (c *Cleaner) Once(ctx context.Context) bool {
 	var batchStart time.Time // zero before the first batch
 	hold := func(ctx context.Context) bool {
 		if !batchStart.IsZero() {
-			if pause := c.cfg.pauseAfter(time.Since(batchStart)); pause > 0 {
+			// Never so long that the lease, renewed after the wait, lapses.
+			if pause := min(c.cfg.pauseAfter(time.Since(batchStart)), c.ttl()/3); pause > 0 {
 				t := time.NewTimer(pause)
 				select {
 				case <-ctx.Done():

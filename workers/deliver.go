@@ -41,6 +41,7 @@ type DeliverHandler struct {
 	log     *slog.Logger
 	limited *domain.RateLog
 	audit   *domain.Audit
+	direct  directState
 }
 
 // DeliverDeps are the DeliverHandler's collaborators. Groups may be nil
@@ -61,7 +62,7 @@ type DeliverDeps struct {
 // NewDeliverHandler returns the deliver stage.
 func NewDeliverHandler(d DeliverDeps) *DeliverHandler {
 	return &DeliverHandler{keys: d.Keys, rdb: d.Redis, push: d.Pusher, groups: d.Groups, filter: d.Filter, metrics: d.Metrics, log: d.Log, audit: d.Audit,
-		limited: newDeadLines(d.Log)}
+		limited: newDeadLines(d.Log), direct: directState{behind: map[int]string{}, ready: map[int]bool{}}}
 }
 
 // Handle delivers one batch, in stream order (so one conversation's pushes
@@ -82,22 +83,15 @@ func (h *DeliverHandler) Handle(ctx context.Context, shard int, batch []redis.XM
 		if !ok {
 			continue
 		}
-		if err := h.deliver(ctx, &e); err != nil {
-			h.metrics.DeliverFailures.Inc()
-			h.audit.Fail(ctx, "deliver", err, deliverAttrs(&e)...)
-			return fmt.Errorf("deliver %s (conversation_id %s, seq %d): %w", e.Msg.ServerMsgID, e.Msg.ConversationID, e.Msg.Seq, err)
+		if err := h.deliverEntry(ctx, &e, now); err != nil {
+			return err
 		}
 		if e.Route == streams.DeliverFirst {
 			commit.ToNext = append(commit.ToNext, e)
+		} else {
+			h.direct.pushed(shard, e.Msg.ServerMsgID)
 		}
 		commit.Ack = append(commit.Ack, e.ID)
-		h.metrics.Delivered.Inc()
-		if h.audit.On(ctx) {
-			h.audit.OK(ctx, "deliver", deliverAttrs(&e)...)
-		}
-		if e.AcceptedAt > 0 {
-			h.metrics.DeliverLag.Observe(float64(now-e.AcceptedAt) / 1000)
-		}
 	}
 	if err := commit.Apply(ctx, h.rdb); err != nil {
 		h.metrics.DeliverFailures.Inc()
@@ -105,6 +99,24 @@ func (h *DeliverHandler) Handle(ctx context.Context, shard int, batch []redis.XM
 		return fmt.Errorf("deliver: commit %d entries: %w", len(commit.Ack), err)
 	}
 	return failures.Err()
+}
+
+// deliverEntry pushes one entry and counts it (now: Unix ms, for the
+// accepted-to-delivered lag). The error names the message.
+func (h *DeliverHandler) deliverEntry(ctx context.Context, e *streams.Entry, now int64) error {
+	if err := h.deliver(ctx, e); err != nil {
+		h.metrics.DeliverFailures.Inc()
+		h.audit.Fail(ctx, "deliver", err, deliverAttrs(e)...)
+		return fmt.Errorf("deliver %s (conversation_id %s, seq %d): %w", e.Msg.ServerMsgID, e.Msg.ConversationID, e.Msg.Seq, err)
+	}
+	h.metrics.Delivered.Inc()
+	if h.audit.On(ctx) {
+		h.audit.OK(ctx, "deliver", deliverAttrs(e)...)
+	}
+	if e.AcceptedAt > 0 {
+		h.metrics.DeliverLag.Observe(float64(now-e.AcceptedAt) / 1000)
+	}
+	return nil
 }
 
 func (h *DeliverHandler) deliver(ctx context.Context, e *streams.Entry) error {

@@ -19,6 +19,9 @@ type Metrics struct {
 	DeadLetters prometheus.Counter
 	Delivered   prometheus.Counter // messages handed to the fanout
 	DeliverLag  prometheus.Histogram
+	// DirectDeliveries counts the messages of Delivered that the save
+	// stage pushed itself, sparing their pass through to_deliver.
+	DirectDeliveries prometheus.Counter
 
 	// Per stage (save, deliver): messages handled, and the Redis round
 	// trips, SQL statements and database round trips made while handling
@@ -63,9 +66,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Lag from ACK(accepted) to the deliver stage pushing a message.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}),
+		DirectDeliveries: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "deliver_direct_total",
+			Help: "Saved messages the save stage pushed itself (of nexo_deliver_messages_total), without a pass through to_deliver.",
+		}),
 		DeliverFailures: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "deliver_failures_total",
-			Help: "Deliver-stage batches that failed and are retried (group fanout errors, commit errors).",
+			Help: "Deliver-stage batches that failed and are retried (group fanout errors, commit errors), and direct pushes by the save stage that failed (forwarded to the deliver stage).",
 		}),
 		PublishFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "stream_publish_failures_total",
@@ -83,7 +90,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	// Pre-create the labelled series so dashboards and alerts see zeros.
 	m.PublishFailures.WithLabelValues("save")
 	m.PublishFailures.WithLabelValues("deliver")
-	collectors := []prometheus.Collector{m.SavedLag, m.SaveBatch, m.DeadLetters, m.Delivered, m.DeliverLag, m.StageMessages,
+	collectors := []prometheus.Collector{m.SavedLag, m.SaveBatch, m.DeadLetters, m.Delivered, m.DeliverLag, m.DirectDeliveries, m.StageMessages,
 		m.DeliverFailures, m.PublishFailures, m.SaveDuplicates}
 	for stage, c := range m.ops {
 		labels := prometheus.Labels{"stage": stage}

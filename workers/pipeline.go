@@ -25,6 +25,11 @@ type DeadLetterHooks interface {
 	Parked(ctx context.Context, shard int, dead []streams.Dead)
 }
 
+// ShardStarter is a Stage that hears each time a shard's consumers start
+// on this instance (DeliverHandler: the save stage forwards through
+// to_deliver until the deliver stage has caught up).
+type ShardStarter interface{ ShardStarted(shard int) }
+
 // Pipeline runs the save and deliver stages: one consumer per (stage,
 // shard), each processing its shard in stream order — on every shard, or,
 // with UseOwnership, on the shards this instance holds leases for.
@@ -141,6 +146,11 @@ func (p *Pipeline) trimDead(ctx context.Context) {
 // was just leased, so entries pending on other consumers are claimed at
 // once and dead consumers are pruned.
 func (p *Pipeline) runShard(ctx context.Context, shard int, takeOver bool) error {
+	for _, stage := range p.stages {
+		if s, ok := stage.(ShardStarter); ok {
+			s.ShardStarted(shard)
+		}
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	for name, stage := range p.stages {
 		stream, group, count := p.keys.ToSave(shard), p.keys.SaveGroup(), p.save.BatchSize

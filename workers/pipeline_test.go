@@ -101,6 +101,10 @@ type env struct {
 	shards int
 	// offenders, when set, is the save stage's DeadSenders.
 	offenders workers.DeadSenders
+	// groups, when set, is the deliver stage's GroupFanout.
+	groups workers.GroupFanout
+	// metrics are those of the pipeline start ran last.
+	metrics *workers.Metrics
 }
 
 func newEnv(t *testing.T, db *store.DB) *env { return newEnvShards(t, db, 2) }
@@ -138,9 +142,10 @@ func newEnvOnShards(t testing.TB, db *store.DB, rdb redis.UniversalClient, prefi
 // start runs a pipeline under consumer name until the returned stop is called.
 func (e *env) start(name string) (stop func()) {
 	m := workers.NewMetrics(nil)
+	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Groups: e.groups, Metrics: m, Log: e.log})
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, DeadSenders: e.offenders})
-	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Metrics: m, Log: e.log})
+		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, DeadSenders: e.offenders, Deliver: deliver})
+	e.metrics = m
 	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, name, save, deliver, e.log)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

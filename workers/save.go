@@ -42,10 +42,19 @@ type AfterSave interface {
 	AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error
 }
 
+// SavedDeliverer pushes saved save-first messages from the save stage
+// itself (DeliverHandler.DeliverSaved), sparing each a stream write, a read
+// and a commit; it returns the entries still to forward to to_deliver.
+type SavedDeliverer interface {
+	DeliverSaved(ctx context.Context, shard int, entries []streams.Entry) []streams.Entry
+}
+
 // SaveHandler is the save stage: it persists a batch of entries from one
-// shard's to_save stream in one transaction, then in one atomic Redis step
-// forwards save-first entries to to_deliver, marks idempotency records
-// saved and acknowledges the batch, and only then pushes ACK(saved).
+// shard's to_save stream in one transaction, pushes save-first entries to
+// their recipients (SaveDeps.Deliver; without it, or for the entries it
+// returns, they are forwarded to to_deliver), then in one atomic Redis step
+// forwards, marks idempotency records saved and acknowledges the batch, and
+// only then pushes ACK(saved).
 type SaveHandler struct {
 	keys      streams.Keys
 	rdb       redis.UniversalClient
@@ -58,6 +67,7 @@ type SaveHandler struct {
 	limited   *domain.RateLog // dead-letter and retry lines (newDeadLines)
 	after     AfterSave
 	offenders DeadSenders
+	deliver   SavedDeliverer
 }
 
 // SaveDeps are the SaveHandler's collaborators.
@@ -80,6 +90,10 @@ type SaveDeps struct {
 	// DeadSenders, when set, hears of every user message dead-lettered,
 	// by sender (the repeat-offender limit, store.DeadSenders).
 	DeadSenders DeadSenders
+	// Deliver, when set, pushes saved messages from the save stage
+	// (the shard's deliver stage, DeliverHandler); nil forwards every
+	// save-first entry to to_deliver.
+	Deliver SavedDeliverer
 }
 
 // DeadSenders counts a sender's dead-lettered messages and reports whether
@@ -95,6 +109,7 @@ func NewSaveHandler(d SaveDeps) *SaveHandler {
 	return &SaveHandler{
 		keys: d.Keys, rdb: d.Redis, msgs: newGroupSaver(d.Messages, d.BatchWait, d.BatchSize), seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
 		metrics: d.Metrics, log: d.Log, limited: newDeadLines(d.Log), after: d.After, offenders: d.DeadSenders,
+		deliver: d.Deliver,
 	}
 }
 
@@ -189,6 +204,9 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		if err := h.after.AfterSave(ctx, saved, fresh); err != nil {
 			return fmt.Errorf("save: after-save events of %d messages: %w", len(saved), err)
 		}
+	}
+	if h.deliver != nil {
+		commit.ToNext = h.deliver.DeliverSaved(ctx, shard, commit.ToNext)
 	}
 	if len(commit.Ack) > 0 {
 		if err := commit.Apply(ctx, h.rdb); err != nil {

@@ -93,11 +93,6 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	save := workers.NewSaveHandler(workers.SaveDeps{
-		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook, mediaParts.afterSave()),
-		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
-	})
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
 	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
@@ -107,6 +102,12 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	// synchronous path's pushes without a query per message.
 	noPush := sync.NewNoPushCache(convRepo, a.cfg.Sync.RecvOptCacheTTL, a.log)
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit})
+	save := workers.NewSaveHandler(workers.SaveDeps{
+		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
+		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook, mediaParts.afterSave()),
+		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
+		Deliver: deliver, // saved messages skip to_deliver (docs/pipeline.md)
+	})
 	pipeline := workers.NewPipeline(a.rdb, keys, a.cfg.Streams, a.cfg.Save, a.consumerName(), save, deliver, a.log)
 	if !a.embedded { // the embedded Redis starts empty every time
 		if err := streams.CheckNames(ctx, a.rdb, keys); err != nil {

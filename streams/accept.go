@@ -95,7 +95,7 @@ local function accept(k, a, me)
       redis.call('XADD', k[4], '*', 'seq', seq, 'r', a[4], 'm', a[5], 'c', a[6], 't', a[7])
     end
   end
-  return {'ok', a[1], seq, a[2], '0', me}
+  return {'ok', a[1], seq, a[2], '0', me, string.format('%d', ceil - cur - 1)}
 end
 `
 
@@ -198,7 +198,7 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 		if err != nil {
 			return Accepted{}, err
 		}
-		if len(res) != 6 {
+		if len(res) != 6 && len(res) != 7 {
 			return Accepted{}, fmt.Errorf("accept: unexpected reply %q", res)
 		}
 		a.lost.sawNode(shard, res[5])
@@ -210,6 +210,12 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 				Duplicate: res[0] == "dup", Saved: res[4] == "1"}
 			if !acc.Duplicate && req.Append {
 				a.lost.record(shard, m, seq)
+			}
+			if len(res) == 7 {
+				// The 7th field: seqs left in the block after this one.
+				if left, err := strconv.ParseInt(res[6], 10, 64); err == nil {
+					a.leaseAhead(ctx, shard, m.ConversationID, left)
+				}
 			}
 			a.perf.write(ctx, &req, acc, called, began)
 			return acc, nil

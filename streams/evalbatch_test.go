@@ -162,10 +162,10 @@ func TestAcceptBatchKeepsPerCallOutcomes(t *testing.T) {
 		t.Errorf("one batch took %d script calls, want 1", n)
 	}
 	want := [][]string{
-		{"ok", "m1", "1", "1000", "0", node},
+		{"ok", "m1", "1", "1000", "0", node, "9"}, // 9 seqs left in the block
 		{"dup", "m1", "1", "1000", "0", node},
 		nil,
-		{"ok", "m3", "2", "1000", "0", node},
+		{"ok", "m3", "2", "1000", "0", node, "8"},
 	}
 	for i, c := range batch {
 		if i == 2 {

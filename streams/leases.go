@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -136,6 +137,49 @@ func (a *Accepter) refill(ctx context.Context, shard int, conversationID string,
 	})
 	return err
 }
+
+// leaseAhead leases a conversation's next block in the background once
+// its current one is down to a quarter (left: seqs left after an accept),
+// so that a send never waits for the database's lease on its ACK's path
+// (docs/pipeline.md, "Seq"). The block installs contiguously above the
+// current one (installScript); an accept that still finds the block used
+// up leases on its path as before. Blocks under 4 seqs lease on the path
+// only. One lease per conversation at a time in a process, ahead or on
+// the path; a failure is left to the accept that finds the block used up.
+func (a *Accepter) leaseAhead(ctx context.Context, shard int, conversationID string, left int64) {
+	low := a.block / 4
+	if low < 1 || left > low {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaseAheadTimeout)
+	go func() {
+		defer cancel()
+		// refill's key: a send that finds the block used up waits for
+		// this lease rather than taking a second one, whose install would
+		// skip this one's block.
+		_, _, _ = a.inflight.Do(conversationID, func() (any, error) {
+			// Another process, or this one a moment ago, may have
+			// installed the next block already.
+			vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result()
+			if err != nil {
+				return nil, err
+			}
+			cur, _ := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
+			ceil, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
+			if ceil-cur > low {
+				return nil, nil
+			}
+			lease, err := a.leaser.Lease(ctx, conversationID, a.block)
+			if err != nil {
+				return nil, err
+			}
+			return nil, a.install(ctx, shard, conversationID, lease.Base, lease.Ceiling)
+		})
+	}()
+}
+
+// leaseAheadTimeout bounds one lease taken ahead of need.
+const leaseAheadTimeout = 5 * time.Second
 
 func (a *Accepter) install(ctx context.Context, shard int, conversationID string, base, ceiling int64) error {
 	fence := "0"

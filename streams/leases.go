@@ -122,12 +122,8 @@ func (a *Accepter) refill(ctx context.Context, shard int, conversationID string,
 	_, err, _ := a.inflight.Do(key, func() (any, error) {
 		// An accept that saw "lease" just before another refill of this
 		// process installed a fresh block must not lease again.
-		if vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result(); err == nil && !force {
-			cur, _ := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
-			ceil, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
-			if cur < ceil {
-				return nil, nil
-			}
+		if cur, ceil, err := a.allocator(ctx, shard, conversationID); err == nil && !force && cur < ceil {
+			return nil, nil
 		}
 		lease, err := a.leaser.Lease(ctx, conversationID, a.block)
 		if err != nil {
@@ -160,14 +156,9 @@ func (a *Accepter) leaseAhead(ctx context.Context, shard int, conversationID str
 		_, _, _ = a.inflight.Do(conversationID, func() (any, error) {
 			// Another process, or this one a moment ago, may have
 			// installed the next block already.
-			vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result()
-			if err != nil {
+			cur, ceil, err := a.allocator(ctx, shard, conversationID)
+			if err != nil || ceil-cur > low {
 				return nil, err
-			}
-			cur, _ := strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
-			ceil, _ := strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
-			if ceil-cur > low {
-				return nil, nil
 			}
 			lease, err := a.leaser.Lease(ctx, conversationID, a.block)
 			if err != nil {
@@ -176,6 +167,18 @@ func (a *Accepter) leaseAhead(ctx context.Context, shard int, conversationID str
 			return nil, a.install(ctx, shard, conversationID, lease.Base, lease.Ceiling)
 		})
 	}()
+}
+
+// allocator reads a conversation's allocator: the last seq issued and
+// the block's ceiling (0 for a missing field or hash).
+func (a *Accepter) allocator(ctx context.Context, shard int, conversationID string) (cur, ceil int64, err error) {
+	vals, err := a.rdb.HMGet(ctx, a.keys.Seq(shard, conversationID), "cur", "ceil").Result()
+	if err != nil {
+		return 0, 0, err
+	}
+	cur, _ = strconv.ParseInt(fmt.Sprint(vals[0]), 10, 64)
+	ceil, _ = strconv.ParseInt(fmt.Sprint(vals[1]), 10, 64)
+	return cur, ceil, nil
 }
 
 // leaseAheadTimeout bounds one lease taken ahead of need.

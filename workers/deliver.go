@@ -62,7 +62,7 @@ type DeliverDeps struct {
 // NewDeliverHandler returns the deliver stage.
 func NewDeliverHandler(d DeliverDeps) *DeliverHandler {
 	return &DeliverHandler{keys: d.Keys, rdb: d.Redis, push: d.Pusher, groups: d.Groups, filter: d.Filter, metrics: d.Metrics, log: d.Log, audit: d.Audit,
-		limited: newDeadLines(d.Log), direct: directState{behind: map[int]string{}, ready: map[int]bool{}}}
+		limited: newDeadLines(d.Log), direct: directState{waiting: map[int]string{}}}
 }
 
 // Handle delivers one batch, in stream order (so one conversation's pushes

@@ -21,47 +21,43 @@ import (
 // that one has gone through the deliver stage.
 type directState struct {
 	mu sync.Mutex
-	// ready: since the shard started here, the deliver stage pushed an
-	// entry the save stage forwarded, so nothing older waits before it.
-	ready map[int]bool
-	// behind: the server_msg_id of the last entry forwarded and not yet
-	// pushed by the deliver stage; absent for none.
-	behind map[int]string
+	// waiting: per shard not yet direct, the server_msg_id of the last
+	// entry forwarded and not yet pushed by the deliver stage ("" when
+	// none was forwarded since the shard started here).
+	waiting map[int]string
 }
 
 func (d *directState) start(shard int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.ready[shard] = false
-	delete(d.behind, shard)
+	d.waiting[shard] = ""
 }
 
 func (d *directState) direct(shard int) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	_, behind := d.behind[shard]
-	return d.ready[shard] && !behind
+	_, waiting := d.waiting[shard]
+	return !waiting
 }
 
 func (d *directState) forwarded(shard int, serverMsgID string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.behind[shard] = serverMsgID
+	d.waiting[shard] = serverMsgID
 }
 
 // pushed hears of every save-first entry the deliver stage pushed.
 func (d *directState) pushed(shard int, serverMsgID string) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if id, ok := d.behind[shard]; ok && id == serverMsgID {
-		delete(d.behind, shard)
-		d.ready[shard] = true
+	if id, ok := d.waiting[shard]; ok && id == serverMsgID {
+		delete(d.waiting, shard)
 	}
 }
 
 // ShardStarted is called by the Pipeline each time shard's consumers start
-// on this instance: the save stage forwards through to_deliver until the
-// deliver stage has caught up (directState).
+// on this instance, before either stage runs: the save stage forwards
+// through to_deliver until the deliver stage has caught up (directState).
 func (h *DeliverHandler) ShardStarted(shard int) { h.direct.start(shard) }
 
 // DeliverSaved is the deliver stage's work for saved save-first entries,

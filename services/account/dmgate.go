@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2/expirable"
@@ -26,26 +28,55 @@ type SharedGroups interface {
 // DMGate decides whether a user may write to another in a single chat
 // (message or typing indicator): not when the receiver blocked the sender
 // or the receiver's dm_policy refuses them. It runs on every single-chat
-// send, so each (receiver, sender) decision is cached for ttl: a block or
-// policy change made through this instance applies at once (Forget), one
-// made through another instance within ttl. Safe for concurrent use.
+// send, so each (receiver, sender) decision is cached: one served is never
+// older than ttl, so a block or policy change made through another
+// instance applies within ttl, and one made through this instance at once
+// (Forget). A decision past half its ttl is answered from the cache and
+// decided again in the background, so a conversation that keeps talking
+// never waits for the database on its sends (docs/moderation.md). Safe
+// for concurrent use.
 type DMGate struct {
 	policies DMPolicies
 	blocks   Blocks
 	shared   SharedGroups
-	// decided maps "receiver\x00sender" to the refusal (nil: allowed).
-	decided *lru.LRU[string, error]
+	ttl      time.Duration
+	now      func() time.Time
+	// decided maps "receiver\x00sender" to the decision.
+	decided *lru.LRU[string, decision]
+	// generation counts Forget calls: a decision read before one is not
+	// stored after it.
+	generation atomic.Uint64
+	// refreshing holds the keys being decided again in the background,
+	// refreshSlots bounds how many at once (a slow database then costs
+	// sends a wait, as without the cache, not goroutines).
+	mu           sync.Mutex
+	refreshing   map[string]struct{}
+	refreshSlots chan struct{}
+}
+
+// decision is a cached answer: refusal nil means allowed.
+type decision struct {
+	refusal error
+	at      time.Time
 }
 
 // DefaultDMGateTTL is how long a decision is reused: how late a change
 // made on another instance may apply.
 const DefaultDMGateTTL = time.Second
 
+// maxDMRefreshes bounds the background decisions in flight.
+const maxDMRefreshes = 32
+
 // NewDMGate returns the gate on its stores, caching up to 100,000
 // decisions for ttl each. shared may be nil: shared_groups then refuses
 // everyone.
 func NewDMGate(policies DMPolicies, blocks Blocks, shared SharedGroups, ttl time.Duration) *DMGate {
-	return &DMGate{policies: policies, blocks: blocks, shared: shared, decided: lru.NewLRU[string, error](100_000, nil, ttl)}
+	return &DMGate{
+		policies: policies, blocks: blocks, shared: shared, ttl: ttl, now: time.Now,
+		decided:      lru.NewLRU[string, decision](100_000, nil, ttl),
+		refreshing:   make(map[string]struct{}),
+		refreshSlots: make(chan struct{}, maxDMRefreshes),
+	}
 }
 
 // notAccepted is the one refusal for every cause, so a sender cannot tell
@@ -63,15 +94,60 @@ func (g *DMGate) CheckDM(ctx context.Context, sender, recv string) error {
 		return nil
 	}
 	key := recv + "\x00" + sender
-	if refusal, ok := g.decided.Get(key); ok {
-		return refusal
+	if d, ok := g.decided.Get(key); ok {
+		if g.now().Sub(d.at) >= g.ttl/2 {
+			g.refresh(ctx, key, sender, recv)
+		}
+		return d.refusal
 	}
+	return g.decideAndStore(ctx, key, sender, recv)
+}
+
+// decideAndStore decides from the stores and caches the answer unless a
+// Forget ran meanwhile (the answer may predate the change it announced).
+func (g *DMGate) decideAndStore(ctx context.Context, key, sender, recv string) error {
+	gen, at := g.generation.Load(), g.now()
 	refusal, err := g.decide(ctx, sender, recv)
 	if err != nil {
 		return err
 	}
-	g.decided.Add(key, refusal)
+	if g.generation.Load() == gen {
+		g.decided.Add(key, decision{refusal: refusal, at: at})
+	}
 	return refusal
+}
+
+// refresh decides key again in the background, at most once at a time per
+// key and maxDMRefreshes in all; when no slot is free the entry just ages
+// out and the next send decides it. The send's context is not the
+// refresh's: the send has its answer and may end first.
+func (g *DMGate) refresh(ctx context.Context, key, sender, recv string) {
+	g.mu.Lock()
+	if _, busy := g.refreshing[key]; busy {
+		g.mu.Unlock()
+		return
+	}
+	select {
+	case g.refreshSlots <- struct{}{}:
+	default:
+		g.mu.Unlock()
+		return
+	}
+	g.refreshing[key] = struct{}{}
+	g.mu.Unlock()
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.ttl)
+	go func() {
+		defer func() {
+			cancel()
+			g.mu.Lock()
+			delete(g.refreshing, key)
+			g.mu.Unlock()
+			<-g.refreshSlots
+		}()
+		// An error leaves the old decision to age out: the next send past
+		// ttl decides again and gets the error itself.
+		_ = g.decideAndStore(rctx, key, sender, recv)
+	}()
 }
 
 func (g *DMGate) decide(ctx context.Context, sender, recv string) (error, error) {
@@ -118,6 +194,7 @@ func (g *DMGate) Forget(user string) {
 	if g == nil {
 		return
 	}
+	g.generation.Add(1)
 	prefix := user + "\x00"
 	for _, k := range g.decided.Keys() {
 		if strings.HasPrefix(k, prefix) {

@@ -37,7 +37,7 @@ test: importcheck
 	$(GO) test ./.ci/testsummary ./.ci/importcheck
 	@# -json keeps go test's output as it would be without it, and ends with one
 	@# line counting the skipped integration tests (.ci/testsummary).
-	set -o pipefail; $(GO) test $(RACE) -count=1 -json ./... | $(GO) run ./.ci/testsummary
+	set -o pipefail; $(GO) test $(RACE) -count=1 -timeout 15m -json ./... | $(GO) run ./.ci/testsummary
 
 # test-sdk runs the JavaScript SDK's tests (Node >= 20 and npm): unit tests,
 # then integration and fault tests against ./cmd/nexo in the embedded mode,

@@ -332,7 +332,7 @@ func (a *App) migrate(ctx context.Context) error {
 func (a *App) buildAuth(context.Context) error {
 	a.users = store.NewUserRepo(a.db)
 	a.blocks = store.NewBlockRepo(a.db)
-	a.dmGate = account.NewDMGate(a.users, a.blocks, store.NewContacts(a.db), account.DefaultDMGateTTL)
+	a.dmGate = account.NewDMGate(a.users, a.blocks, store.NewContacts(a.db), account.DefaultDMGateTTL, a.metrics)
 	var err error
 	if a.words, err = moderation.NewFilter(a.cfg.Moderation); err != nil {
 		return err

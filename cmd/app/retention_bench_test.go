@@ -234,6 +234,14 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 			if counted {
 				w.to = time.Now()
 				windows = append(windows, w)
+				// The window before this one has its answers by now: on
+				// stderr at once, so a run stopped early keeps its figures
+				// (go test prints a benchmark's log only at its end).
+				if n := len(windows); n >= 2 {
+					load.mu.Lock()
+					fmt.Fprintln(os.Stderr, "progress:", retWindowLine(n-2, windows[n-2]))
+					load.mu.Unlock()
+				}
 			}
 			if cleaner {
 				gate.set(false)
@@ -303,12 +311,7 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		}
 
 		for i, w := range windows {
-			kind := "without"
-			if w.cleaner {
-				kind = "with   "
-			}
-			b.Logf("window %2d %s %5.1fs: %5d sends, ACK p50 %7.2f ms p99 %8.2f ms, lag p50 %7.2f ms p99 %8.2f ms",
-				i, kind, w.to.Sub(w.from).Seconds(), w.ack.TotalCount(), ms(w.ack, 50), ms(w.ack, 99), ms(w.lag, 50), ms(w.lag, 99))
+			b.Log(retWindowLine(i, w))
 		}
 		minSpan := (window - retentionSettle) / 2
 		off, on := summarize(windows, false, minSpan), summarize(windows, true, minSpan)
@@ -405,4 +408,14 @@ func seedExpired(b *testing.B, a *App, n int, sentAt int64, search bool) {
 	if err := g.Wait(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// retWindowLine is one window's figures, as the benchmark logs them.
+func retWindowLine(i int, w *retWindow) string {
+	kind := "without"
+	if w.cleaner {
+		kind = "with   "
+	}
+	return fmt.Sprintf("window %2d %s %5.1fs: %5d sends, ACK p50 %7.2f ms p99 %8.2f ms, lag p50 %7.2f ms p99 %8.2f ms",
+		i, kind, w.to.Sub(w.from).Seconds(), w.ack.TotalCount(), ms(w.ack, 50), ms(w.ack, 99), ms(w.lag, 50), ms(w.lag, 99))
 }

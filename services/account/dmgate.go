@@ -10,6 +10,7 @@ import (
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2/expirable"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -31,9 +32,10 @@ type SharedGroups interface {
 // send, so each (receiver, sender) decision is cached: one served is never
 // older than ttl, so a block or policy change made through another
 // instance applies within ttl, and one made through this instance at once
-// (Forget). A decision past half its ttl is answered from the cache and
-// decided again in the background, so a conversation that keeps talking
-// never waits for the database on its sends (docs/moderation.md). Safe
+// (Forget). A decision past nine tenths of its ttl is answered from the
+// cache and decided again in the background, so a conversation that keeps
+// talking never waits for the database on its sends, and the database is
+// asked about as often as with a plain expiry (docs/moderation.md). Safe
 // for concurrent use.
 type DMGate struct {
 	policies DMPolicies
@@ -52,6 +54,7 @@ type DMGate struct {
 	mu           sync.Mutex
 	refreshing   map[string]struct{}
 	refreshSlots chan struct{}
+	decisions    *prometheus.CounterVec // by "on": send, background
 }
 
 // decision is a cached answer: refusal nil means allowed.
@@ -69,14 +72,23 @@ const maxDMRefreshes = 32
 
 // NewDMGate returns the gate on its stores, caching up to 100,000
 // decisions for ttl each. shared may be nil: shared_groups then refuses
-// everyone.
-func NewDMGate(policies DMPolicies, blocks Blocks, shared SharedGroups, ttl time.Duration) *DMGate {
-	return &DMGate{
+// everyone. reg (may be nil) gets nexo_dm_gate_decisions_total{on}: the
+// decisions made while a send waited (on="send") and in the background.
+func NewDMGate(policies DMPolicies, blocks Blocks, shared SharedGroups, ttl time.Duration, reg prometheus.Registerer) *DMGate {
+	g := &DMGate{
 		policies: policies, blocks: blocks, shared: shared, ttl: ttl, now: time.Now,
 		decided:      lru.NewLRU[string, decision](100_000, nil, ttl),
 		refreshing:   make(map[string]struct{}),
 		refreshSlots: make(chan struct{}, maxDMRefreshes),
+		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "dm_gate_decisions_total",
+			Help: "Single-chat permission decisions (blocks, dm_policy) read from the database: on=send while a send or typing indicator waited, on=background ahead of the cached decision's expiry.",
+		}, []string{"on"}),
 	}
+	if reg != nil {
+		reg.MustRegister(g.decisions)
+	}
+	return g
 }
 
 // notAccepted is the one refusal for every cause, so a sender cannot tell
@@ -95,17 +107,18 @@ func (g *DMGate) CheckDM(ctx context.Context, sender, recv string) error {
 	}
 	key := recv + "\x00" + sender
 	if d, ok := g.decided.Get(key); ok {
-		if g.now().Sub(d.at) >= g.ttl/2 {
+		if g.now().Sub(d.at) >= g.ttl*9/10 {
 			g.refresh(ctx, key, sender, recv)
 		}
 		return d.refusal
 	}
-	return g.decideAndStore(ctx, key, sender, recv)
+	return g.decideAndStore(ctx, key, sender, recv, "send")
 }
 
 // decideAndStore decides from the stores and caches the answer unless a
 // Forget ran meanwhile (the answer may predate the change it announced).
-func (g *DMGate) decideAndStore(ctx context.Context, key, sender, recv string) error {
+func (g *DMGate) decideAndStore(ctx context.Context, key, sender, recv, on string) error {
+	g.decisions.WithLabelValues(on).Inc()
 	gen, at := g.generation.Load(), g.now()
 	refusal, err := g.decide(ctx, sender, recv)
 	if err != nil {
@@ -146,7 +159,7 @@ func (g *DMGate) refresh(ctx context.Context, key, sender, recv string) {
 		}()
 		// An error leaves the old decision to age out: the next send past
 		// ttl decides again and gets the error itself.
-		_ = g.decideAndStore(rctx, key, sender, recv)
+		_ = g.decideAndStore(rctx, key, sender, recv, "background")
 	}()
 }
 

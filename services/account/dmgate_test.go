@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/nexo-im/nexo/domain"
 )
 
@@ -77,7 +79,7 @@ func (c *clock) add(d time.Duration) {
 }
 
 func newTestGate(b *heldBlocks) (*DMGate, *clock) {
-	g := NewDMGate(everyone{}, b, nil, time.Hour)
+	g := NewDMGate(everyone{}, b, nil, time.Hour, nil)
 	c := &clock{t: time.Unix(1_800_000_000, 0)}
 	g.now = c.now
 	return g, c
@@ -94,7 +96,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// A decision past half its ttl is answered at once from the cache while
+// A decision past nine tenths of its ttl is answered at once from the cache while
 // the stores are asked again in the background; the new answer serves the
 // sends after it.
 func TestDMGateRefreshesAheadOffTheSendPath(t *testing.T) {
@@ -108,7 +110,7 @@ func TestDMGateRefreshesAheadOffTheSendPath(t *testing.T) {
 		t.Fatalf("first send read the blocks %d times, want 1", n)
 	}
 	// Young decision: no read.
-	c.add(29 * time.Minute)
+	c.add(53 * time.Minute)
 	if err := g.CheckDM(ctx, "mallory", "alice"); err != nil || b.reads.Load() != 1 {
 		t.Fatalf("young decision: err %v, reads %d (want nil, 1)", err, b.reads.Load())
 	}
@@ -120,7 +122,7 @@ func TestDMGateRefreshesAheadOffTheSendPath(t *testing.T) {
 	b.mu.Lock()
 	b.hold = release
 	b.mu.Unlock()
-	c.add(2 * time.Minute) // 31 minutes: past half the hour
+	c.add(26 * time.Minute) // 55 minutes: past nine tenths of the hour
 	done := make(chan error, 1)
 	go func() { done <- g.CheckDM(ctx, "mallory", "alice") }()
 	select {
@@ -145,6 +147,9 @@ func TestDMGateRefreshesAheadOffTheSendPath(t *testing.T) {
 	waitFor(t, "the block to apply", func() bool {
 		return errors.Is(g.CheckDM(ctx, "mallory", "alice"), domain.ErrBlocked)
 	})
+	if s, bg := testutil.ToFloat64(g.decisions.WithLabelValues("send")), testutil.ToFloat64(g.decisions.WithLabelValues("background")); s != 1 || bg != 1 {
+		t.Fatalf("decisions counted: on send %v, in the background %v; want 1 and 1", s, bg)
+	}
 }
 
 // A decision read before a Forget is not cached after it: it may predate

@@ -65,7 +65,7 @@ func TestSendAsksTheDMGate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			blocks := memBlocks{}
 			_ = blocks.Block(context.Background(), "alice", "mallory")
-			gate := account.NewDMGate(policies{"bob": domain.DMNobody}, blocks, nil, time.Minute)
+			gate := account.NewDMGate(policies{"bob": domain.DMNobody}, blocks, nil, time.Minute, nil)
 			s := dmService(mode, gate)
 			blocked := sendText(s, "mallory", "alice", "m-1")
 			if r := wire.FromError(blocked); r.Reason != wire.ReasonBlocked || r.ErrCode != 1222 {
@@ -99,7 +99,7 @@ func TestSendAsksTheDMGate(t *testing.T) {
 func BenchmarkSendSingle(b *testing.B) {
 	for name, gate := range map[string]DMGate{
 		"no_gate": nil,
-		"gate":    account.NewDMGate(policies{}, memBlocks{}, nil, time.Minute),
+		"gate":    account.NewDMGate(policies{}, memBlocks{}, nil, time.Minute, nil),
 	} {
 		b.Run(name, func(b *testing.B) {
 			s := dmService(configs.TwoPhase{Enabled: true}, gate)

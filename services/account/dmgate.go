@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	lru "github.com/hashicorp/golang-lru/v2/expirable"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -48,13 +48,9 @@ type DMGate struct {
 	// generation counts Forget calls: a decision read before one is not
 	// stored after it.
 	generation atomic.Uint64
-	// refreshing holds the keys being decided again in the background,
-	// refreshSlots bounds how many at once (a slow database then costs
-	// sends a wait, as without the cache, not goroutines).
-	mu           sync.Mutex
-	refreshing   map[string]struct{}
-	refreshSlots chan struct{}
-	decisions    *prometheus.CounterVec // by "on": send, background
+	// refreshes runs the background decisions, one per key at a time.
+	refreshes singleflight.Group
+	decisions *prometheus.CounterVec // by "on": send, background
 }
 
 // decision is a cached answer: refusal nil means allowed.
@@ -67,9 +63,6 @@ type decision struct {
 // made on another instance may apply.
 const DefaultDMGateTTL = time.Second
 
-// maxDMRefreshes bounds the background decisions in flight.
-const maxDMRefreshes = 32
-
 // NewDMGate returns the gate on its stores, caching up to 100,000
 // decisions for ttl each. shared may be nil: shared_groups then refuses
 // everyone. reg (may be nil) gets nexo_dm_gate_decisions_total{on}: the
@@ -77,9 +70,7 @@ const maxDMRefreshes = 32
 func NewDMGate(policies DMPolicies, blocks Blocks, shared SharedGroups, ttl time.Duration, reg prometheus.Registerer) *DMGate {
 	g := &DMGate{
 		policies: policies, blocks: blocks, shared: shared, ttl: ttl, now: time.Now,
-		decided:      lru.NewLRU[string, decision](100_000, nil, ttl),
-		refreshing:   make(map[string]struct{}),
-		refreshSlots: make(chan struct{}, maxDMRefreshes),
+		decided: lru.NewLRU[string, decision](100_000, nil, ttl),
 		decisions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "nexo", Name: "dm_gate_decisions_total",
 			Help: "Single-chat permission decisions (blocks, dm_policy) read from the database: on=send while a send or typing indicator waited, on=background ahead of the cached decision's expiry.",
@@ -130,37 +121,19 @@ func (g *DMGate) decideAndStore(ctx context.Context, key, sender, recv, on strin
 	return refusal
 }
 
-// refresh decides key again in the background, at most once at a time per
-// key and maxDMRefreshes in all; when no slot is free the entry just ages
-// out and the next send decides it. The send's context is not the
-// refresh's: the send has its answer and may end first.
+// refresh decides key again in the background, once at a time per key
+// (a send meanwhile joins the one in flight without waiting for it), so
+// the database is asked once per pair per nine tenths of ttl, as against
+// once per ttl with a plain expiry. The send's context is not the refresh's: the send has its
+// answer and may end first.
 func (g *DMGate) refresh(ctx context.Context, key, sender, recv string) {
-	g.mu.Lock()
-	if _, busy := g.refreshing[key]; busy {
-		g.mu.Unlock()
-		return
-	}
-	select {
-	case g.refreshSlots <- struct{}{}:
-	default:
-		g.mu.Unlock()
-		return
-	}
-	g.refreshing[key] = struct{}{}
-	g.mu.Unlock()
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.ttl)
-	go func() {
-		defer func() {
-			cancel()
-			g.mu.Lock()
-			delete(g.refreshing, key)
-			g.mu.Unlock()
-			<-g.refreshSlots
-		}()
+	g.refreshes.DoChan(key, func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.ttl)
+		defer cancel()
 		// An error leaves the old decision to age out: the next send past
 		// ttl decides again and gets the error itself.
-		_ = g.decideAndStore(rctx, key, sender, recv, "background")
-	}()
+		return nil, g.decideAndStore(rctx, key, sender, recv, "background")
+	})
 }
 
 func (g *DMGate) decide(ctx context.Context, sender, recv string) (error, error) {

@@ -111,6 +111,7 @@ type Accepter struct {
 	opt      acceptOptions
 	lost     *lostCheck  // nil without WithLostCheck
 	perf     *acceptPerf // nil without WithAcceptPerfLog
+	records  *recordsWatch
 }
 
 // NewAccepter returns an Accepter. block is seq.lease_block; idemTTL is
@@ -119,7 +120,7 @@ type Accepter struct {
 // replica wait and the lost-message check.
 func NewAccepter(rdb redis.UniversalClient, keys Keys, leaser Leaser, block int64, idemTTL time.Duration, opts ...AcceptOption) *Accepter {
 	a := &Accepter{rdb: rdb, keys: keys, leaser: leaser, block: block, idemTTL: idemTTL, opt: acceptOptions{fence: true},
-		batch: newMultiEvalBatcher(rdb, acceptScript, acceptBatchScript)}
+		batch: newMultiEvalBatcher(rdb, acceptScript, acceptBatchScript), records: newRecordsWatch(time.Now())}
 	for _, o := range opts {
 		o(&a.opt)
 	}
@@ -202,6 +203,7 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 			return Accepted{}, fmt.Errorf("accept: unexpected reply %q", res)
 		}
 		a.lost.sawNode(shard, res[5])
+		a.records.saw(shard, res[5], time.Now())
 		switch res[0] {
 		case "ok", "dup":
 			seq, _ := strconv.ParseInt(res[2], 10, 64)

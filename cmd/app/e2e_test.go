@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store/storetest"
@@ -134,6 +136,71 @@ func TestRetriesNeverCreateASecondMessage(t *testing.T) {
 	if again := a.send("ben", "retry-1", "once"); again.field("seq") != first.field("seq") || again.field("ack_type") != "saved" {
 		t.Fatalf("retry after resolution: %s", again.Data)
 	}
+	code, env := call(t, "GET", base+"/msg/pull?conversation_id="+conv+"&begin_seq=1", "", a.token)
+	data, _ := env["data"].(map[string]any)
+	msgs, _ := data["messages"].([]any)
+	normal := 0
+	for _, m := range msgs {
+		if m.(map[string]any)["status"] == "normal" {
+			normal++
+		}
+	}
+	if code != 200 || normal != 1 {
+		t.Fatalf("pull after retries: %d readable messages (want 1): %v", normal, env)
+	}
+}
+
+// TestRecentUUIDv7RetriesNeedNoDatabase: sends and retries of a recent
+// UUIDv7 client_msg_id (the SDK's) never ask the database — the accept
+// step's Redis record answers the retries with the original — and when
+// that record is gone anyway (deleted here, as a Redis that lost data
+// without changing servers would), the retry gets a new seq at accept and
+// the save stage resolves it to the original: its ACK(saved) names the
+// original and one message is readable (docs/pipeline.md, "Idempotency").
+func TestRecentUUIDv7RetriesNeedNoDatabase(t *testing.T) {
+	t.Parallel()
+	cfg := realConfig(t)
+	cfg.Metrics.Token = "metrics-token-0123456789"
+	base, _, _ := startApp(t, cfg)
+	a := dial(t, base, "ann", user(t, base, "ann"))
+	user(t, base, "ben")
+	u, err := uuid.NewV7()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := u.String()
+	first := a.send("ben", id, "once")
+	if again := a.send("ben", id, "once"); again.field("seq") != first.field("seq") || again.field("server_msg_id") != first.field("server_msg_id") {
+		t.Fatalf("retry before save: %s vs %s", again.Data, first.Data)
+	}
+	a.waitPushes(2101, "ACK(saved)", func(f []frame) bool { return len(f) >= 1 })
+	if after := a.send("ben", id, "once"); after.field("ack_type") != "saved" || after.field("seq") != first.field("seq") {
+		t.Fatalf("retry after save: %s", after.Data)
+	}
+	code, text := get(t, base+"/metrics", cfg.Metrics.Token)
+	if code != 200 {
+		t.Fatalf("/metrics: %d", code)
+	}
+	if n := metricValue(text, "nexo_send_duplicate_checks_skipped_total"); n != 3 {
+		t.Fatalf("duplicate lookups skipped: %v, want 3", n)
+	}
+	if n := metricValue(text, "nexo_send_duplicates_in_database_total"); n != 0 {
+		t.Fatalf("duplicates found by the lookup: %v, want none asked", n)
+	}
+
+	rdb, _ := storetest.Redis(t)
+	keys := streams.NewKeys(cfg.Redis.KeyPrefix, cfg.Streams.Shards)
+	conv := domain.SingleConversationID("ann", "ben")
+	if err := rdb.Del(context.Background(), keys.Idem(keys.Shard(conv), "ann", id)).Err(); err != nil {
+		t.Fatal(err)
+	}
+	late := a.send("ben", id, "once")
+	if late.field("seq") == first.field("seq") {
+		t.Fatalf("retry without its record: %s, want a new seq at accept", late.Data)
+	}
+	a.waitPushes(2101, "the late retry's ACK(saved)", func(f []frame) bool {
+		return len(f) >= 2 && f[len(f)-1].field("seq") == first.field("seq") && f[len(f)-1].field("server_msg_id") == first.field("server_msg_id")
+	})
 	code, env := call(t, "GET", base+"/msg/pull?conversation_id="+conv+"&begin_seq=1", "", a.token)
 	data, _ := env["data"].(map[string]any)
 	msgs, _ := data["messages"].([]any)

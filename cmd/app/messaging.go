@@ -69,6 +69,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	msgs := store.NewMessageRepo(a.db)
 	accepter := streams.NewAccepter(a.rdb, keys, seqs, a.cfg.Seq.LeaseBlock, a.cfg.TwoPhase.IdempotencyTTL, a.acceptOptions(msgs)...)
 	a.idleTrims = append(a.idleTrims, accepter.ReleaseIdle)
+	a.learnRecordsKept(ctx, accepter)
 	// The pipeline's pushes, encoded by the gateway and routed to the
 	// instance holding each connection (a.relay wraps the local registry).
 	pusher := chat.NewPusher(ws.NewPushes(a.relay, a.log))
@@ -188,7 +189,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	puller.UseActions(actions.NewAnnotator(actionRepo, msgs))
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
-		Groups: members, Fanout: fanout, Originals: msgs, Log: a.log, Audit: audit, Registry: a.metrics,
+		Groups: members, Fanout: fanout, Originals: msgs, Records: accepter, Log: a.log, Audit: audit, Registry: a.metrics,
 		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook, pushHook, mediaParts.afterSave()), DeadSenders: deadSenders,
 		DM: a.dmGate, Words: a.words, Quotes: puller, Objects: mediaParts.objects(),
 	})
@@ -332,6 +333,24 @@ func (a *App) acceptOptions(msgs *store.MessageRepo) []streams.AcceptOption {
 		streams.WithReplicas(a.cfg.TwoPhase.AcceptReplicas, a.cfg.TwoPhase.AcceptReplicasTimeout),
 		streams.WithLostCheck(msgs, a.log, a.metrics, 10*time.Second),
 	)
+}
+
+// learnRecordsKept lets the sends' duplicate lookup be skipped from the
+// Redis servers' start rather than from this process's (see
+// streams.Accepter.LearnRecordsKept); the embedded Redis starts with the
+// process anyway. Failing only delays the skipping by a minute.
+func (a *App) learnRecordsKept(ctx context.Context, acc *streams.Accepter) {
+	if a.embedded {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if err := acc.LearnRecordsKept(ctx); err != nil {
+		a.log.Warn("could not ask redis when it started; idempotency records count as whole from now", "err", err)
+		return
+	}
+	since, _ := acc.RecordsKept()
+	a.log.Debug("idempotency records count as whole", "since", since)
 }
 
 // ReleaseShards stops this instance's save and deliver stages after the

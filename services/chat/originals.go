@@ -2,8 +2,11 @@ package chat
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/nexo-im/nexo/domain"
 )
@@ -89,4 +92,51 @@ func (l *originalLookup) find(ctx context.Context, key domain.ClientMsgKey, wait
 	case <-ctx.Done():
 		return domain.Message{}, ctx.Err()
 	}
+}
+
+// IdemRecords says which idempotency records Redis certainly still holds
+// (streams.Accepter): those written since since, each for ttl.
+type IdemRecords interface {
+	RecordsKept() (since time.Time, ttl time.Duration)
+}
+
+// idClockSkew is how far a client's clock may run from the server's for
+// the time in its client_msg_id to be trusted.
+const idClockSkew = time.Minute
+
+// recentClientMsgID reports whether an earlier send of id, if there was
+// one, is certainly still remembered by its Redis idempotency record, so
+// that the accept step alone answers a retry of it and the database need
+// not be asked. That holds when id is a UUIDv7 (RFC 9562: its first 48
+// bits are the client's Unix ms when it made the ID, which is when it
+// first sent it) whose time is after since (when the records were last
+// known whole; what was lost before does not matter) and within ttl (the
+// records' lifetime) of now, each with idClockSkew to spare: then its
+// first send reached the server after since and less than ttl ago.
+//
+// Only a client whose clock ran more than idClockSkew ahead when it made
+// id can be wrong here; its retry then gets a new seq at accept, the save
+// stage finds the original (uk_sender_client_msg) and its ACK(saved) names
+// the original — what any send costs whose lookup is over
+// two_phase.duplicate_check_wait. docs/pipeline.md, "Idempotency".
+func recentClientMsgID(id string, now, since time.Time, ttl time.Duration) bool {
+	if len(id) != 36 { // the canonical form only: 8-4-4-4-12 hex digits
+		return false
+	}
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 || u.Variant() != uuid.RFC4122 {
+		return false
+	}
+	made := time.UnixMilli(int64(binary.BigEndian.Uint64(u[:8]) >> 16))
+	return made.After(since.Add(idClockSkew)) && made.After(now.Add(-ttl+2*idClockSkew)) && !made.After(now.Add(idClockSkew))
+}
+
+// recordsKept is the accept step's RecordsKept, since moved to this
+// process's last send saved without Redis if that is later.
+func (s *Service) recordsKept() (since time.Time, ttl time.Duration) {
+	since, ttl = s.records.RecordsKept()
+	if fb := time.UnixMilli(s.fallbackAt.Load()); fb.After(since) {
+		since = fb
+	}
+	return since, ttl
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -125,6 +126,7 @@ type Service struct {
 	groups    GroupGate
 	fanout    Fanout
 	originals *originalLookup // nil: no check
+	records   IdemRecords     // nil: every send asks originals
 	log       *slog.Logger
 	metrics   *sendMetrics
 	hook      SendHook
@@ -140,6 +142,9 @@ type Service struct {
 	// allocator is retired above it before it issues again.
 	fallbackMu   sync.Mutex
 	fallbackSeqs map[string]int64
+	// fallbackAt: the last send this process saved without Redis (Unix
+	// ms), so without an idempotency record.
+	fallbackAt atomic.Int64
 }
 
 // Deps are the Service's collaborators.
@@ -156,11 +161,15 @@ type Deps struct {
 	// its client_msg_id is already saved (a retry after the Redis
 	// idempotency record expired or was lost); nil skips the check.
 	Originals Originals
-	Log       *slog.Logger
-	Audit     *domain.Audit         // nil: no audit lines
-	Registry  prometheus.Registerer // nil: metrics unregistered
-	Hook      SendHook              // nil: no before_send
-	After     AfterSave             // nil: nothing after a synchronous save
+	// Records, when set, lets a send whose client_msg_id is a recent
+	// UUIDv7 skip that question: Redis still holds the record of any
+	// earlier send of it (see recentClientMsgID). nil asks for every send.
+	Records  IdemRecords
+	Log      *slog.Logger
+	Audit    *domain.Audit         // nil: no audit lines
+	Registry prometheus.Registerer // nil: metrics unregistered
+	Hook     SendHook              // nil: no before_send
+	After    AfterSave             // nil: nothing after a synchronous save
 	// DeadSenders, when set, refuses the sends of a user blocked for
 	// repeated dead letters (limits.dead_letters).
 	DeadSenders SenderGate
@@ -184,7 +193,7 @@ type Deps struct {
 func NewService(d Deps) *Service {
 	return &Service{
 		mode: d.Mode, msg: d.Msg, accept: d.Accepter, saver: d.Saver, leaser: d.Leaser,
-		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), log: d.Log, audit: d.Audit,
+		users: NewKnownUsers(d.Users), groups: d.Groups, fanout: d.Fanout, originals: newOriginalLookup(d.Originals), records: d.Records, log: d.Log, audit: d.Audit,
 		metrics: newSendMetrics(d.Registry), fallbackSeqs: map[string]int64{}, hook: d.Hook, after: d.After,
 		offenders: d.DeadSenders, dm: d.DM, words: d.Words, quotes: d.Quotes, objects: d.Objects,
 	}
@@ -308,7 +317,9 @@ func (s *Service) checkOffender(sender string) error {
 // (the embedded mode's every restart), so without this check such a retry
 // would get a new seq and only its later ACK(saved) would name the
 // original. It costs one point query on uk_sender_client_msg per send,
-// shared with the concurrent sends' (originalLookup); a database error
+// shared with the concurrent sends' (originalLookup), except for a send
+// whose client_msg_id is a UUIDv7 recent enough that its record, if it was
+// sent before, is still in Redis (recentClientMsgID); a database error
 // skips it (the save stage still refuses the duplicate), and so does, on
 // the two-phase path, an answer slower than two_phase.duplicate_check_wait
 // — the ACK(accepted) does not wait on a busy database (a retention sweep,
@@ -316,6 +327,12 @@ func (s *Service) checkOffender(sender string) error {
 func (s *Service) savedOriginal(ctx context.Context, m *domain.Message) (AckJSON, bool) {
 	if s.originals == nil {
 		return AckJSON{}, false
+	}
+	if s.records != nil {
+		if since, ttl := s.recordsKept(); recentClientMsgID(m.ClientMsgID, time.Now(), since, ttl) {
+			s.metrics.lookupsSkipped.Inc()
+			return AckJSON{}, false
+		}
 	}
 	var wait time.Duration
 	if mode := s.mode.Get(); mode.Enabled {
@@ -428,6 +445,9 @@ func (s *Service) fallback(ctx context.Context, mode configs.TwoPhase, m *domain
 		return AckJSON{}, fmt.Errorf("%w: %w", domain.ErrServerBusy, cause)
 	}
 	s.metrics.fallbacks.Inc()
+	// The fallback writes no idempotency record: a retry of this send must
+	// ask the database.
+	s.fallbackAt.Store(time.Now().UnixMilli())
 	lease, err := s.leaser.Lease(ctx, m.ConversationID, 1)
 	if err != nil {
 		return AckJSON{}, fmt.Errorf("fallback seq: %w", err)

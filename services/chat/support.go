@@ -50,6 +50,9 @@ type sendMetrics struct {
 	// lookupsOverWait: sends that went on without the duplicate check's
 	// answer (two_phase.duplicate_check_wait).
 	lookupsOverWait prometheus.Counter
+	// lookupsSkipped: sends whose client_msg_id was recent enough for the
+	// Redis record to answer any retry (recentClientMsgID).
+	lookupsSkipped prometheus.Counter
 }
 
 func newSendMetrics(reg prometheus.Registerer) *sendMetrics {
@@ -75,9 +78,13 @@ func newSendMetrics(reg prometheus.Registerer) *sendMetrics {
 			Namespace: "nexo", Name: "send_duplicate_checks_over_wait_total",
 			Help: "Two-phase sends that went on without the database's answer to the duplicate check (two_phase.duplicate_check_wait); a retry among them is still saved once, by the save stage.",
 		}),
+		lookupsSkipped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: "nexo", Name: "send_duplicate_checks_skipped_total",
+			Help: "Sends that did not ask the database whether their client_msg_id was saved: a UUIDv7 client_msg_id made after the Redis idempotency records were last known whole and within two_phase.idempotency_ttl, whose retry the accept step answers alone.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.latency, m.fallbacks, m.refused, m.dbDuplicates, m.lookupsOverWait)
+		reg.MustRegister(m.latency, m.fallbacks, m.refused, m.dbDuplicates, m.lookupsOverWait, m.lookupsSkipped)
 	}
 	return m
 }

@@ -294,7 +294,7 @@ func BenchmarkRetentionCleanerUnderLoad(b *testing.B) {
 		if err := db.Raw("SELECT COUNT(*) FROM messages").Scan(&kept).Error; err != nil {
 			b.Fatal(err)
 		}
-		if err := db.Raw("SELECT COUNT(*) FROM messages WHERE client_msg_id LIKE 'rl%'").Scan(&loadKept).Error; err != nil {
+		if err := db.Raw("SELECT COUNT(*) FROM messages WHERE send_at >= ?", cutoff).Scan(&loadKept).Error; err != nil {
 			b.Fatal(err)
 		}
 		if oldLeft != 0 || loadKept != int64(sent) || kept != int64(sent) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/google/uuid"
 	"github.com/gorilla/websocket"
 )
 
@@ -193,7 +194,14 @@ func (l *retLoad) run(rate int, stop <-chan struct{}) {
 		}
 		from := i % len(l.users)
 		to := (from + 1) % len(l.users)
-		id := fmt.Sprint("rl", i)
+		// A UUIDv7, as the SDK makes them: a recent one spares the send
+		// the database's duplicate lookup (services/chat).
+		u, err := uuid.NewV7()
+		if err != nil {
+			l.b.Error(err)
+			return
+		}
+		id := u.String()
 		frame := fmt.Sprintf(`{"req_identifier":1003,"msg_incr":%q,"operation_id":%q,"data":{"client_msg_id":%q,"session_type":1,"recv_id":%q,"msg_type":101,"content":{"text":"load %d"}}}`,
 			id, id, id, l.users[to], i)
 		m := &retMsg{w: l.cur.Load(), sentAt: time.Now()}

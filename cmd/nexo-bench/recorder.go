@@ -1,12 +1,16 @@
 package main
 
 import (
+	"encoding/binary"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	hdrhistogram "github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/google/uuid"
 )
 
 // target is where a message goes and which connections must receive it.
@@ -60,6 +64,7 @@ type recorder struct {
 	mu     sync.Mutex
 	clk    *clock
 	tag    string
+	run    uint64 // the run's bits in every client_msg_id (runBits)
 	msgs   []*msgRec
 	from   int64 // measurement window, clock offsets: messages due in
 	to     int64 // [from, to) are measured; events in it count for throughput
@@ -126,7 +131,7 @@ func (m *msgRec) observe(coarse *hdrhistogram.Histogram, fine *latencyHist, d in
 
 func newRecorder(clk *clock, tag string, from, to int64, await string) *recorder {
 	return &recorder{
-		clk: clk, tag: tag, from: from, to: to, await: await, errors: map[string]int64{},
+		clk: clk, tag: tag, run: runBits(tag), from: from, to: to, await: await, errors: map[string]int64{},
 		convFirst: map[string]int64{}, convLast: map[string]int64{},
 		hAcc: newLatencyHist(), hSaved: newLatencyHist(), hLag: newLatencyHist(), hDel: newLatencyHist(),
 		hSendDelay: newLatencyHist(), hRecover: newLatencyHist(), hSearch: newLatencyHist(),
@@ -140,8 +145,8 @@ func (r *recorder) probeWord(clientMsgID string) string {
 	if r.probeEvery <= 0 {
 		return ""
 	}
-	id, err := strconv.Atoi(clientMsgID[strings.LastIndexByte(clientMsgID, '-')+1:])
-	if err != nil || id%r.probeEvery != 0 {
+	id, ok := r.index(clientMsgID)
+	if !ok || id%r.probeEvery != 0 {
 		return ""
 	}
 	return "nxq" + r.tag + "q" + strconv.Itoa(id)
@@ -162,17 +167,42 @@ func (r *recorder) recordProbe(m *msgRec, found bool, lag int64) {
 
 func (r *recorder) inWindow(at int64) bool { return at >= r.from && at < r.to }
 
-// clientMsgID is the run's tag and the message's index: the recorder finds
-// the record from any frame that names it without a map.
-func (r *recorder) clientMsgID(id int) string { return r.tag + "-" + strconv.Itoa(id) }
+// runBits is what a run's client_msg_ids carry of its tag: 42 bits of
+// its hash, in the UUID's random fields beside the message's index.
+func runBits(tag string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(tag))
+	return h.Sum64() & (1<<42 - 1)
+}
+
+// clientMsgID is a UUIDv7 made now, as the SDK makes them (so the server
+// skips its database duplicate lookup as it does for the SDK's sends),
+// whose random bits are the run's (runBits) and the message's index (the
+// last 32): the recorder finds the record from any frame that names it
+// without a map.
+func (r *recorder) clientMsgID(id int) string {
+	var u uuid.UUID
+	binary.BigEndian.PutUint64(u[:8], uint64(time.Now().UnixMilli())<<16|0x7000|r.run>>30)
+	binary.BigEndian.PutUint64(u[8:], 1<<63|(r.run&(1<<30-1))<<32|uint64(uint32(id)))
+	return u.String()
+}
+
+// index is the message index in one of this run's client_msg_ids.
+func (r *recorder) index(clientMsgID string) (int, bool) {
+	u, err := uuid.Parse(clientMsgID)
+	if err != nil || len(clientMsgID) != 36 {
+		return 0, false
+	}
+	hi, lo := binary.BigEndian.Uint64(u[:8]), binary.BigEndian.Uint64(u[8:])
+	if hi&0xf000 != 0x7000 || lo>>62 != 2 || (hi&0xfff)<<30|(lo>>32&(1<<30-1)) != r.run {
+		return 0, false
+	}
+	return int(uint32(lo)), true
+}
 
 func (r *recorder) lookup(clientMsgID string) *msgRec {
-	rest, ok := strings.CutPrefix(clientMsgID, r.tag+"-")
-	if !ok {
-		return nil
-	}
-	i, err := strconv.Atoi(rest)
-	if err != nil || i < 0 || i >= len(r.msgs) {
+	i, ok := r.index(clientMsgID)
+	if !ok || i >= len(r.msgs) {
 		return nil
 	}
 	return r.msgs[i]
@@ -193,11 +223,12 @@ func (r *recorder) newMsg(from *conn, to *target, sched, sent int64, slot chan s
 	defer r.mu.Unlock()
 	id := len(r.msgs)
 	r.msgs = append(r.msgs, m)
-	m.probe = r.probeWord(r.clientMsgID(id))
+	cmid := r.clientMsgID(id)
+	m.probe = r.probeWord(cmid)
 	r.outstanding++
 	r.count(sent, func(c *eventCounts) *int64 { return &c.sent })
 	m.observe(nil, r.hSendDelay, sent-sched)
-	return r.clientMsgID(id)
+	return cmid
 }
 
 // writeFailed marks a message whose frame could not be written.

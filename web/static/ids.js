@@ -55,14 +55,6 @@ export function parseConversationID(id) {
   return { type: SINGLE, peers: [a, b] };
 }
 
-/**
- * newClientMsgID returns a random, time-prefixed client_msg_id. It uses
- * crypto.getRandomValues, which (unlike crypto.randomUUID) also works on
- * pages served over plain HTTP from another host.
- */
-export function newClientMsgID() {
-  const bytes = new Uint8Array(10);
-  crypto.getRandomValues(bytes);
-  const rand = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-  return `web-${Date.now().toString(36)}-${rand}`;
-}
+// newClientMsgID is the SDK's (a UUIDv7, which spares each send the
+// server's database duplicate lookup).
+export { newClientMsgID } from './sdk/index.js';

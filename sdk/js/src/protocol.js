@@ -128,13 +128,24 @@ export function groupConversationID(groupID) {
 }
 
 /**
- * newClientMsgID returns a random, time-prefixed client_msg_id (crypto.getRandomValues,
- * which browsers offer on plain-HTTP pages too).
+ * newClientMsgID returns a new client_msg_id: a UUIDv7 (RFC 9562: the
+ * device's Unix ms in the first 48 bits, 74 random bits from
+ * crypto.getRandomValues, which browsers offer on plain-HTTP pages too).
+ * The server answers a retry of a recent UUIDv7 from its Redis record and
+ * skips the database's duplicate lookup for it (docs/pipeline.md,
+ * "Idempotency"); any other form of ID costs each send that lookup.
  * @returns {string}
  */
 export function newClientMsgID() {
-  const bytes = new Uint8Array(10);
-  globalThis.crypto.getRandomValues(bytes);
-  const rand = Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('');
-  return `c-${Date.now().toString(36)}-${rand}`;
+  const b = new Uint8Array(16);
+  globalThis.crypto.getRandomValues(b);
+  let ms = Date.now();
+  for (let i = 5; i >= 0; i--) {
+    b[i] = ms % 256;
+    ms = Math.floor(ms / 256);
+  }
+  b[6] = (b[6] & 0x0f) | 0x70; // version 7
+  b[8] = (b[8] & 0x3f) | 0x80; // variant 10
+  const h = Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { afterEach, beforeEach, describe, test } from 'node:test';
 import WebSocket from 'ws';
 
-import { MemoryOutbox, NexoClient, backoffDelay } from '../src/index.js';
+import { MemoryOutbox, NexoClient, backoffDelay, newClientMsgID } from '../src/index.js';
 import { FakeServer, frame, token, waitFor } from './helpers/fakeserver.js';
 
 /** @type {FakeServer} */
@@ -56,6 +56,20 @@ describe('backoff', () => {
     for (let i = 0; i < 1000; i++) {
       const d = backoffDelay(i % 10, 100, 5000);
       assert.ok(d >= 0 && d < Math.min(5000, 100 * 2 ** (i % 10)), `delay ${d}`);
+    }
+  });
+});
+
+describe('newClientMsgID', () => {
+  test('is a UUIDv7 made now, a new one each time', () => {
+    const before = Date.now();
+    const ids = Array.from({ length: 1000 }, () => newClientMsgID());
+    const after = Date.now();
+    assert.equal(new Set(ids).size, ids.length);
+    for (const id of ids) {
+      assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      const ms = parseInt(id.slice(0, 8) + id.slice(9, 13), 16);
+      assert.ok(ms >= before && ms <= after, `time ${ms} not within [${before}, ${after}]`);
     }
   });
 });
@@ -191,7 +205,7 @@ describe('sending', () => {
     const states = [];
     out.on('state', (s) => states.push(s));
     assert.equal(out.state, 'pending');
-    assert.match(out.clientMsgId, /^c-/);
+    assert.match(out.clientMsgId, /^[0-9a-f]{8}-[0-9a-f]{4}-7/);
     const acc = await out.accepted;
     assert.deepEqual(acc, { seq: 1, serverMsgId: 's-1', conversationId: 'si_alice_bob' });
     assert.equal(out.sendAt, 1);

@@ -13,8 +13,12 @@ export function singleConversationID(a: string, b: string): string;
  */
 export function groupConversationID(groupID: string): string;
 /**
- * newClientMsgID returns a random, time-prefixed client_msg_id (crypto.getRandomValues,
- * which browsers offer on plain-HTTP pages too).
+ * newClientMsgID returns a new client_msg_id: a UUIDv7 (RFC 9562: the
+ * device's Unix ms in the first 48 bits, 74 random bits from
+ * crypto.getRandomValues, which browsers offer on plain-HTTP pages too).
+ * The server answers a retry of a recent UUIDv7 from its Redis record and
+ * skips the database's duplicate lookup for it (docs/pipeline.md,
+ * "Idempotency"); any other form of ID costs each send that lookup.
  * @returns {string}
  */
 export function newClientMsgID(): string;

@@ -98,30 +98,21 @@ func TestRecentUUIDv7SendSkipsTheDuplicateLookup(t *testing.T) {
 		Leaser: &leaseLog{}, Users: everyone{}, Fanout: noFanout{}, Originals: orig,
 		Records: keptRecords{since: now.Add(-time.Hour), ttl: 24 * time.Hour}, Log: slog.New(slog.DiscardHandler), Registry: prometheus.NewRegistry()}
 	s := NewService(deps)
-	send := func(s *Service, id string) AckJSON {
-		t.Helper()
-		ack, err := s.Send(context.Background(), Origin{UserID: "alice"}, SendRequest{ClientMsgID: id,
-			SessionType: int(domain.SessionSingle), RecvID: "bob", MsgType: int(domain.MsgText), Content: ContentJSON{Text: "hi"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack
-	}
-	if ack := send(s, recent); ack.AckType != string(domain.AckAccepted) || ack.Seq != 7 || orig.calls != 0 {
+	if ack := sendHi(t, s, recent); ack.AckType != string(domain.AckAccepted) || ack.Seq != 7 || orig.calls != 0 {
 		t.Fatalf("recent UUIDv7: ack %+v after %d lookups; want accepted at seq 7 without a lookup", ack, orig.calls)
 	}
 	if n := testutil.ToFloat64(s.metrics.lookupsSkipped); n != 1 {
 		t.Fatalf("skipped lookups %v, want 1", n)
 	}
-	if ack := send(s, plain); ack.ServerMsgID != "original-"+plain || orig.calls != 1 {
+	if ack := sendHi(t, s, plain); ack.ServerMsgID != "original-"+plain || orig.calls != 1 {
 		t.Fatalf("plain ID: ack %+v after %d lookups; want the original after one", ack, orig.calls)
 	}
 
 	deps.Accepter, deps.Registry = downAccepter{}, prometheus.NewRegistry()
 	s = NewService(deps)
-	send(s, "c-fallback-1") // saved without Redis
+	sendHi(t, s, "c-fallback-1") // saved without Redis
 	calls := orig.calls
-	if ack := send(s, recent); ack.ServerMsgID != "original-"+recent || orig.calls != calls+1 {
+	if ack := sendHi(t, s, recent); ack.ServerMsgID != "original-"+recent || orig.calls != calls+1 {
 		t.Fatalf("after a fallback: ack %+v after %d lookups; want the original, looked up", ack, orig.calls-calls)
 	}
 }

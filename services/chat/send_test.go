@@ -49,6 +49,18 @@ type fanoutLog struct{ seqs []int64 }
 
 func (f *fanoutLog) Deliver(m *domain.Message, _ string) { f.seqs = append(f.seqs, m.Seq) }
 
+// sendHi sends "hi" from alice to bob with client_msg_id id through s and
+// fails the test on an error.
+func sendHi(t *testing.T, s *Service, id string) AckJSON {
+	t.Helper()
+	ack, err := s.Send(context.Background(), Origin{UserID: "alice"}, SendRequest{ClientMsgID: id,
+		SessionType: int(domain.SessionSingle), RecvID: "bob", MsgType: int(domain.MsgText), Content: ContentJSON{Text: "hi"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ack
+}
+
 // TestSyncPathResequencesATakenSeq: a synchronous save whose seq the
 // database finds taken goes to a fresh seq (store.Resequence), retiring
 // the Redis allocator above it at once; a retire that fails is done again
@@ -57,15 +69,7 @@ func TestSyncPathResequencesATakenSeq(t *testing.T) {
 	accept, saver, fanout := &retireAccepter{down: true}, &seqClash{}, &fanoutLog{}
 	s := NewService(Deps{Mode: NewMode(configs.TwoPhase{}), Msg: configs.Default().Msg, Accepter: accept, Saver: saver,
 		Leaser: &leaseLog{}, Users: everyone{}, Fanout: fanout, Log: slog.New(slog.DiscardHandler)})
-	send := func(id string) AckJSON {
-		t.Helper()
-		ack, err := s.Send(context.Background(), Origin{UserID: "alice"}, SendRequest{ClientMsgID: id,
-			SessionType: int(domain.SessionSingle), RecvID: "bob", MsgType: int(domain.MsgText), Content: ContentJSON{Text: "hi"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ack
-	}
+	send := func(id string) AckJSON { return sendHi(t, s, id) }
 	if ack := send("c1"); ack.Seq != 101 || ack.AckType != string(domain.AckSaved) || len(fanout.seqs) != 1 || fanout.seqs[0] != 101 {
 		t.Fatalf("ack %+v, pushes %v; want saved and pushed at the fresh seq 101", ack, fanout.seqs)
 	}

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -90,9 +91,22 @@ func start(ctx context.Context, dir string, port int, args ...string) (*Node, er
 	err = poll(ctx, func() error {
 		if !n.Alive() {
 			log, _ := os.ReadFile(filepath.Join(dir, fmt.Sprintf("%d.log", port)))
-			return errStop{fmt.Errorf("redis-server on %d exited: %s", port, lastLines(string(log), 5))}
+			err := fmt.Errorf("redis-server on %d exited: %s", port, lastLines(string(log), 5))
+			if strings.Contains(string(log), "Address already in use") {
+				err = fmt.Errorf("%w: %w", errPortTaken, err)
+			}
+			return errStop{err}
 		}
-		return c.Ping(ctx).Err()
+		// The port may answer for another test binary's server that took it
+		// first: only our own process counts as started.
+		info, err := c.Info(ctx, "server").Result()
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(info, fmt.Sprintf("process_id:%d\r\n", cmd.Process.Pid)) {
+			return fmt.Errorf("%w: 127.0.0.1:%d answers for another redis-server", errPortTaken, port)
+		}
+		return nil
 	})
 	if err != nil {
 		n.Kill()
@@ -141,6 +155,21 @@ func Poll(d time.Duration, f func() error) error {
 
 var portMu sync.Mutex
 
+// errPortTaken says a redis-server could not bind its port: another process
+// took it between freePorts and the start. sharedStart then starts the whole
+// topology again on new ports.
+var errPortTaken = errors.New("port taken")
+
+// Ports are drawn from [portLow, portLow+portSpan), so that a port and its
+// cluster bus port (+10000) both lie below Linux's ephemeral range (32768 and
+// up): no outgoing connection of any process can take one between the check
+// here and redis-server's bind. Only another test binary drawing the same
+// port can, and that is what errPortTaken retries.
+const (
+	portLow  = 10000
+	portSpan = 12000
+)
+
 // freePorts returns n loopback ports that are free now, each with port+10000
 // free too (the cluster bus port).
 func freePorts(n int) ([]int, error) {
@@ -154,13 +183,9 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	for tries := 0; len(out) < n && tries < 500; tries++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		p := portLow + rand.IntN(portSpan)
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
 		if err != nil {
-			return nil, err
-		}
-		p := l.Addr().(*net.TCPAddr).Port
-		if p+10000 > 65535 {
-			_ = l.Close()
 			continue
 		}
 		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
@@ -207,6 +232,9 @@ func sharedStart[T any](kind string, startFn func(ctx context.Context, dir strin
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
 		t, stop, err := startFn(ctx, dir)
+		for try := 1; errors.Is(err, errPortTaken) && try < 3; try++ {
+			t, stop, err = startFn(ctx, dir)
+		}
 		if err != nil {
 			_ = os.RemoveAll(dir)
 			s.err = fmt.Errorf("start %s: %w", kind, err)

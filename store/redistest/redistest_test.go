@@ -2,7 +2,10 @@ package redistest
 
 import (
 	"context"
+	"errors"
+	"net"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -111,5 +114,36 @@ func TestSentinelFailsOver(t *testing.T) {
 	}
 	if err := s.Restart(ctx, old); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestTakenPortIsReportedForARetry: a redis-server whose port another process
+// holds fails with errPortTaken, which sharedStart retries on new ports; and
+// freePorts draws below the ephemeral range, bus port included.
+func TestTakenPortIsReportedForARetry(t *testing.T) {
+	_, err := serverBinary()
+	need(t, err)
+	ports, err := freePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := ports[0]
+	if p < portLow || p+10000 >= 32768 {
+		t.Fatalf("port %d (bus %d) is not below the ephemeral range", p, p+10000)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	n, err := start(ctx, t.TempDir(), p, serverArgs(p)...)
+	if err == nil {
+		n.Kill()
+		t.Fatal("redis-server started on a taken port")
+	}
+	if !errors.Is(err, errPortTaken) {
+		t.Fatalf("err = %v, want errPortTaken", err)
 	}
 }

@@ -202,8 +202,9 @@ func (a *Accepter) Accept(ctx context.Context, req AcceptRequest) (Accepted, err
 		if len(res) != 6 && len(res) != 7 {
 			return Accepted{}, fmt.Errorf("accept: unexpected reply %q", res)
 		}
-		a.lost.sawNode(shard, res[5])
-		a.records.saw(shard, res[5], time.Now())
+		if prev := a.records.saw(shard, res[5], time.Now()); prev != "" {
+			a.lost.serverChanged(shard, prev, res[5])
+		}
 		switch res[0] {
 		case "ok", "dup":
 			seq, _ := strconv.ParseInt(res[2], 10, 64)

@@ -49,9 +49,10 @@ type lostCheck struct {
 	// probe asks the Redis server answering for a shard for its run_id
 	// (nil: trim does not ask; tests).
 	probe func(ctx context.Context, shard int) (string, error)
+	// servers is the Accepter's tracker of which server answers a shard.
+	servers *recordsWatch
 
 	mu     sync.Mutex
-	nodes  map[int]string
 	recent map[int]*acceptRing
 	epoch  time.Time // recentAccept.at counts from here
 }
@@ -174,7 +175,7 @@ func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
 			Namespace: "nexo", Name: "seq_allocators_fenced_total",
 			Help: "Seq allocators found written by another Redis server and moved to a fresh database lease.",
 		}),
-		nodes: map[int]string{}, recent: map[int]*acceptRing{}, epoch: time.Now(),
+		servers: a.records, recent: map[int]*acceptRing{}, epoch: time.Now(),
 	}
 	if o.reg != nil {
 		o.reg.MustRegister(c.lost, c.changes, c.fenced)
@@ -209,7 +210,7 @@ func (c *lostCheck) record(shard int, m *domain.Message, seq int64) {
 //
 // Entries are dropped only once the shard's server is known to be the one
 // that took them: a process is idle during a Redis outage too, and the
-// first accept after a failover checks everything remembered (sawNode),
+// first accept after a failover checks everything remembered (serverChanged),
 // however old. So trim first asks the server of each shard it would drop
 // from for its run_id (probe): a server that does not answer keeps the
 // shard's entries for a later trim, and a changed one starts the check a
@@ -225,7 +226,7 @@ func (c *lostCheck) trim(ctx context.Context) int64 {
 	c.mu.Lock()
 	var due []int // shards with entries past the window whose server we know
 	for shard, q := range c.recent {
-		if q.n > 0 && now-q.buf[q.head].at > c.window && c.nodes[shard] != "" {
+		if q.n > 0 && now-q.buf[q.head].at > c.window && c.servers.server(shard) != "" {
 			due = append(due, shard)
 		}
 	}
@@ -240,7 +241,9 @@ func (c *lostCheck) trim(ctx context.Context) int64 {
 			keep[shard] = true
 			continue
 		}
-		c.sawNode(shard, node) // a changed server takes the shard's entries to its check
+		if prev := c.servers.saw(shard, node, time.Now()); prev != "" {
+			c.serverChanged(shard, prev, node) // takes the shard's entries to its check
+		}
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -285,19 +288,13 @@ func (c *lostCheck) remembered() (entries, slots int) {
 	return entries, slots
 }
 
-// sawNode notes the server (run_id) that answered an accept of shard; a
-// change starts a check of what was accepted there before.
-func (c *lostCheck) sawNode(shard int, node string) {
-	if c == nil || node == "" {
+// serverChanged starts a check of what this process accepted on shard
+// before its server changed from prev to node (recordsWatch.saw).
+func (c *lostCheck) serverChanged(shard int, prev, node string) {
+	if c == nil {
 		return
 	}
 	c.mu.Lock()
-	prev := c.nodes[shard]
-	c.nodes[shard] = node
-	if prev == "" || prev == node {
-		c.mu.Unlock()
-		return
-	}
 	// Everything remembered so far was accepted by an earlier server.
 	var before []recentAccept
 	if q := c.recent[shard]; q != nil {

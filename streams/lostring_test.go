@@ -50,7 +50,7 @@ func TestAcceptRingKeepsTheWindow(t *testing.T) {
 // out, deletes an emptied ring and shrinks one a load grew, keeping the
 // entries still in the window in order.
 func TestLostCheckTrimGivesBackAPassedLoad(t *testing.T) {
-	c := &lostCheck{window: 30 * time.Second, max: 50000, recent: map[int]*acceptRing{},
+	c := &lostCheck{window: 30 * time.Second, max: 50000, recent: map[int]*acceptRing{}, servers: newRecordsWatch(time.Now()),
 		epoch: time.Now().Add(-time.Hour)}
 	now := time.Since(c.epoch)
 	for i := range 10000 { // shard 0: a load that ended two minutes ago
@@ -185,7 +185,7 @@ func TestIdleTrimKeepsWhatAFailoverMustCheck(t *testing.T) {
 		}
 	}
 	c := a.lost
-	if c.nodes[0] == "" {
+	if c.servers.server(0) == "" {
 		t.Fatal("the accepts recorded no run_id for the shard")
 	}
 	c.epoch = c.epoch.Add(-time.Hour) // every entry is now past the window
@@ -197,8 +197,8 @@ func TestIdleTrimKeepsWhatAFailoverMustCheck(t *testing.T) {
 		t.Fatalf("a server that does not answer: %d of 5 entries kept", entries())
 	}
 	c.probe = real
-	if got, err := c.probe(ctx, 0); err != nil || got != c.nodes[0] {
-		t.Fatalf("probe answered %q (%v), the accepts saw %q", got, err, c.nodes[0])
+	if got, err := c.probe(ctx, 0); err != nil || got != c.servers.server(0) {
+		t.Fatalf("probe answered %q (%v), the accepts saw %q", got, err, c.servers.server(0))
 	}
 	changes := testutil.ToFloat64(c.changes)
 	c.probe = func(context.Context, int) (string, error) { return "another-server", nil }

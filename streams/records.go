@@ -12,14 +12,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// recordsWatch knows since when the idempotency records the accept step
-// wrote are whole: every record written since then is still in Redis
-// until its ttl. It starts at the Accepter's creation (earlier losses —
-// a Redis restarted before this process — are not this process's to
-// know; LearnRecordsKept may move it back) and moves to now whenever a
-// shard's accept is answered by another Redis server than before (run_id:
-// a failover, a restart, a slot migration), whose data may lack what the
-// old one took.
+// recordsWatch knows which Redis server (run_id) answers for each shard,
+// and since when the idempotency records the accept step wrote are whole:
+// every record written since then is still in Redis until its ttl. It is
+// the Accepter's one tracker of shard servers; the lost-message check
+// (lostCheck) reads it too.
+//
+// since starts at the Accepter's creation (earlier losses — a Redis
+// restarted before this process — are not this process's to know;
+// LearnRecordsKept may move it back) and moves to now whenever a shard's
+// accept is answered by another Redis server than before (a failover, a
+// restart, a slot migration), whose data may lack what the old one took.
 //
 // It sees a change only on the first accept the new server answers for
 // this process, so that one accept may still have trusted the old
@@ -38,18 +41,29 @@ func newRecordsWatch(now time.Time) *recordsWatch {
 }
 
 // saw notes that node (a run_id; "" with the fence off, which says
-// nothing) answered an accept of shard at now.
-func (w *recordsWatch) saw(shard int, node string, now time.Time) {
+// nothing) answered for shard at now. It returns the shard's previous
+// server when this is a change, "" otherwise (the first server seen
+// included).
+func (w *recordsWatch) saw(shard int, node string, now time.Time) (changedFrom string) {
 	if node == "" {
-		return
+		return ""
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	prev := w.nodes[shard]
 	w.nodes[shard] = node
-	if prev != "" && prev != node {
-		w.since.Store(now.UnixMilli())
+	if prev == "" || prev == node {
+		return ""
 	}
+	w.since.Store(now.UnixMilli())
+	return prev
+}
+
+// server returns the run_id last seen answering for shard, "" if none.
+func (w *recordsWatch) server(shard int) string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.nodes[shard]
 }
 
 // learn takes the servers of every shard as probed at now and the latest

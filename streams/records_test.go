@@ -12,14 +12,23 @@ func TestRecordsWatchMovesOnAChangedServer(t *testing.T) {
 	start := time.UnixMilli(1_000_000)
 	w := newRecordsWatch(start)
 	at := func(s int) time.Time { return start.Add(time.Duration(s) * time.Second) }
-	w.saw(0, "run-a", at(1))
-	w.saw(1, "run-b", at(2))
-	w.saw(0, "run-a", at(3))
-	w.saw(0, "", at(4))
+	for i, s := range []struct {
+		shard int
+		node  string
+	}{{0, "run-a"}, {1, "run-b"}, {0, "run-a"}, {0, ""}} {
+		if prev := w.saw(s.shard, s.node, at(i+1)); prev != "" {
+			t.Fatalf("saw(%d, %q) reported a change from %q", s.shard, s.node, prev)
+		}
+	}
 	if got := time.UnixMilli(w.since.Load()); !got.Equal(start) {
 		t.Fatalf("since %v after no change, want %v", got, start)
 	}
-	w.saw(0, "run-c", at(5))
+	if prev := w.saw(0, "run-c", at(5)); prev != "run-a" {
+		t.Fatalf("saw(0, run-c) reported a change from %q, want run-a", prev)
+	}
+	if w.server(0) != "run-c" || w.server(1) != "run-b" || w.server(2) != "" {
+		t.Fatalf("servers %q %q %q, want run-c run-b and none", w.server(0), w.server(1), w.server(2))
+	}
 	if got := time.UnixMilli(w.since.Load()); !got.Equal(at(5)) {
 		t.Fatalf("since %v after shard 0 changed server, want %v", got, at(5))
 	}

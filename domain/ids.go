@@ -56,6 +56,41 @@ func SingleConversationID(a, b string) string {
 	return singlePrefix + strings.ReplaceAll(a, "_", ".") + "_" + strings.ReplaceAll(b, "_", ".")
 }
 
+// IsSingleConversationID reports whether id is SingleConversationID(a, b),
+// without building that string.
+func IsSingleConversationID(id, a, b string) bool {
+	if b < a {
+		a, b = b, a
+	}
+	rest, ok := strings.CutPrefix(id, singlePrefix)
+	if ok {
+		rest, ok = cutEscapedID(rest, a)
+	}
+	if !ok || !strings.HasPrefix(rest, "_") {
+		return false
+	}
+	rest, ok = cutEscapedID(rest[1:], b)
+	return ok && rest == ""
+}
+
+// cutEscapedID cuts the user ID id, written as in a single-chat
+// conversation ID ('_' as '.'), from the front of s.
+func cutEscapedID(s, id string) (rest string, ok bool) {
+	if len(s) < len(id) {
+		return "", false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if c == '_' {
+			c = '.'
+		}
+		if s[i] != c {
+			return "", false
+		}
+	}
+	return s[len(id):], true
+}
+
 // SingleParties returns the two user IDs of a single-chat conversation ID in
 // ID order, and false when the ID is not a well-formed single-chat ID.
 func SingleParties(conversationID string) (a, b string, ok bool) {

@@ -37,3 +37,20 @@ func TestSingleConversationIDsNeverCollide(t *testing.T) {
 		}
 	}
 }
+
+// IsSingleConversationID agrees with SingleConversationID, whichever party
+// comes first, "_" in IDs and near misses included.
+func TestIsSingleConversationID(t *testing.T) {
+	pairs := [][2]string{{"a", "b_c"}, {"a_b", "c"}, {"alice", "bob"}, {"x", "x"}, {"a-b", "c_d_e"}, {"", "b"}}
+	for _, p := range pairs {
+		id := SingleConversationID(p[0], p[1])
+		if !IsSingleConversationID(id, p[0], p[1]) || !IsSingleConversationID(id, p[1], p[0]) {
+			t.Errorf("%v: %q not recognised", p, id)
+		}
+		for _, other := range []string{id + "x", id[:len(id)-1], "sg_" + id[3:], "si_" + p[0], SingleConversationID(p[0], p[1]+"z")} {
+			if IsSingleConversationID(other, p[0], p[1]) {
+				t.Errorf("%v: %q taken for %q", p, other, id)
+			}
+		}
+	}
+}

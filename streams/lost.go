@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
@@ -57,40 +58,74 @@ type lostCheck struct {
 	epoch  time.Time // recentAccept.at counts from here
 }
 
-// acceptRing holds a shard's recent accepts, oldest first, in a circular
-// buffer: a sliding window of tens of thousands of entries, where a slice
-// that drops its front would copy them all every time it grows.
+// acceptRing holds a shard's recent accepts, oldest first, in chunks of
+// ringChunk entries: a sliding window of tens of thousands of entries
+// that takes at most one partly used chunk more than its entries, gives a
+// chunk back as soon as its last entry leaves, and never copies what it
+// holds (a circular buffer that doubles held up to twice its entries, and
+// the old buffer's copy while growing).
 type acceptRing struct {
-	buf     []recentAccept
-	head, n int
+	chunks [][]recentAccept // each of capacity ringChunk (less under a smaller limit); the last may be partly filled
+	head   int              // the oldest entry's index in chunks[0]
+	n      int
 }
+
+// ringChunk is the entries per chunk: 28 KiB each.
+const ringChunk = 512
 
 // push appends r, first dropping from the front what is older than window
 // and what would exceed limit entries.
 func (q *acceptRing) push(r recentAccept, window time.Duration, limit int) {
-	for q.n > 0 && (q.n >= limit || r.at-q.buf[q.head].at > window) {
-		q.buf[q.head] = recentAccept{}
-		q.head = (q.head + 1) % len(q.buf)
-		q.n--
+	for q.n > 0 && (q.n >= limit || r.at-q.front().at > window) {
+		q.dropFront()
 	}
-	if q.n == len(q.buf) {
-		q.grow(limit)
+	last := len(q.chunks) - 1
+	if last < 0 || len(q.chunks[last]) == cap(q.chunks[last]) {
+		q.chunks = append(q.chunks, make([]recentAccept, 0, max(1, min(ringChunk, limit))))
+		last++
 	}
-	q.buf[(q.head+q.n)%len(q.buf)] = r
+	q.chunks[last] = append(q.chunks[last], r)
 	q.n++
 }
 
-func (q *acceptRing) grow(limit int) {
-	next := make([]recentAccept, max(min(2*len(q.buf), limit), min(64, limit), 1))
-	q.n = copy(next, q.all())
-	q.buf, q.head = next, 0
+// front is the oldest entry; q.n must be positive.
+func (q *acceptRing) front() *recentAccept { return &q.chunks[0][q.head] }
+
+// dropFront forgets the oldest entry and returns how many entry slots it
+// gave back with it: a chunk's whole capacity once its last entry left,
+// 0 otherwise.
+func (q *acceptRing) dropFront() (slots int) {
+	q.chunks[0][q.head] = recentAccept{} // its IDs may go now
+	q.head++
+	q.n--
+	if q.head < len(q.chunks[0]) {
+		return 0
+	}
+	if q.n > 0 || len(q.chunks) > 1 || len(q.chunks[0]) == cap(q.chunks[0]) {
+		slots = cap(q.chunks[0])
+		q.chunks[0] = nil
+		q.chunks = q.chunks[1:]
+		q.head = 0
+	}
+	return slots
+}
+
+// slots is how many entries the ring's chunks have room for.
+func (q *acceptRing) slots() (n int) {
+	for _, c := range q.chunks {
+		n += cap(c)
+	}
+	return n
 }
 
 // all returns the entries oldest first, in a new slice.
 func (q *acceptRing) all() []recentAccept {
 	out := make([]recentAccept, 0, q.n)
-	for i := 0; i < q.n; i++ {
-		out = append(out, q.buf[(q.head+i)%len(q.buf)])
+	for i, c := range q.chunks {
+		if i == 0 {
+			c = c[q.head:]
+		}
+		out = append(out, c...)
 	}
 	return out
 }
@@ -101,22 +136,51 @@ func (q *acceptRing) all() []recentAccept {
 // lostCheck.epoch, on the monotonic clock). At thousands of messages a
 // second the window holds hundreds of thousands of these, and the check is
 // their only holder once the accept is answered, so the IDs share one
-// string: 56 bytes plus about 150 of IDs per accept, where one string per
-// ID and the key took 136 plus about 250 (and a whole domain.Message 304).
+// string, in their shortest exact form (packIDs): 56 bytes plus about 64
+// of IDs per accept for a single chat between UUIDv7s, where the IDs as
+// sent took about 140 (one string per ID and the key, 136 plus 250).
 type recentAccept struct {
-	ids         string    // server_msg_id, client_msg_id, conversation_id, sender_id, recv_id, group_id, back to back
+	ids         string    // server_msg_id, client_msg_id, conversation_id, sender_id, recv_id, group_id, packed
 	ends        [5]uint16 // where each of the first five ends in ids
+	packed      uint8     // which IDs ids holds in a short form (packed*)
 	seq, sendAt int64
 	at          time.Duration
 }
 
+// How packIDs shortened an accept's IDs (recentAccept.packed).
+const (
+	packedServerUUID = 1 << iota // server_msg_id: the 16 bytes of a canonical UUID
+	packedClientUUID             // client_msg_id: likewise
+	packedSingleConv             // conversation_id: not kept, domain.SingleConversationID(sender, recv)
+	packedGroupConv              // conversation_id: not kept, domain.GroupConversationID(group)
+)
+
 // newRecentAccept packs m's IDs; ok is false for IDs too long to pack
-// (over 64 KiB together, which no accepted message has).
+// (over 64 KiB together, which no accepted message has). It allocates the
+// one string the IDs share and nothing else: it runs on every accept.
 func newRecentAccept(m *domain.Message, seq int64, at time.Duration) (r recentAccept, ok bool) {
 	fields := [6]string{m.ServerMsgID, m.ClientMsgID, m.ConversationID, m.SenderID, m.RecvID, m.GroupID}
-	var n int
-	for _, f := range fields {
-		n += len(f)
+	var uuids [2]uuid.UUID
+	lens := [6]int{16, 16} // a packed UUID's bytes
+	for i := range uuids {
+		var canonical bool
+		if uuids[i], canonical = canonicalUUID(fields[i]); canonical {
+			r.packed |= 1 << i
+		} else {
+			lens[i] = len(fields[i])
+		}
+	}
+	switch conv := fields[2]; {
+	case m.GroupID == "" && m.RecvID != "" && domain.IsSingleConversationID(conv, m.SenderID, m.RecvID):
+		r.packed |= packedSingleConv
+		fields[2] = ""
+	case m.GroupID != "" && conv == domain.GroupConversationID(m.GroupID):
+		r.packed |= packedGroupConv
+		fields[2] = ""
+	}
+	n := lens[0] + lens[1]
+	for i := 2; i < len(fields); i++ {
+		n += len(fields[i])
 	}
 	if n > math.MaxUint16 {
 		return recentAccept{}, false
@@ -124,7 +188,11 @@ func newRecentAccept(m *domain.Message, seq int64, at time.Duration) (r recentAc
 	var b strings.Builder
 	b.Grow(n)
 	for i, f := range fields {
-		b.WriteString(f)
+		if i < len(uuids) && r.packed&(1<<i) != 0 {
+			b.Write(uuids[i][:])
+		} else {
+			b.WriteString(f)
+		}
 		if i < len(r.ends) {
 			r.ends[i] = uint16(b.Len())
 		}
@@ -133,7 +201,21 @@ func newRecentAccept(m *domain.Message, seq int64, at time.Duration) (r recentAc
 	return r, true
 }
 
-// id returns the i-th of the packed IDs (the order of recentAccept.ids).
+// canonicalUUID parses s when it is a UUID in its canonical form (36
+// characters, lower-case), the only form packed, so that reading it back
+// gives the very string that was sent.
+func canonicalUUID(s string) (uuid.UUID, bool) {
+	if len(s) != 36 {
+		return uuid.UUID{}, false
+	}
+	u, err := uuid.Parse(s)
+	if err != nil || strings.ContainsAny(s, "ABCDEF") {
+		return uuid.UUID{}, false
+	}
+	return u, true
+}
+
+// id returns the i-th of the packed fields (the order of recentAccept.ids).
 func (r *recentAccept) id(i int) string {
 	start, end := 0, len(r.ids)
 	if i > 0 {
@@ -145,12 +227,32 @@ func (r *recentAccept) id(i int) string {
 	return r.ids[start:end]
 }
 
-func (r *recentAccept) serverMsgID() string    { return r.id(0) }
-func (r *recentAccept) clientMsgID() string    { return r.id(1) }
-func (r *recentAccept) conversationID() string { return r.id(2) }
-func (r *recentAccept) senderID() string       { return r.id(3) }
-func (r *recentAccept) recvID() string         { return r.id(4) }
-func (r *recentAccept) groupID() string        { return r.id(5) }
+// uuidOr returns field i, unpacked from its 16 bytes when flag says so.
+func (r *recentAccept) uuidOr(i int, flag uint8) string {
+	s := r.id(i)
+	if r.packed&flag == 0 {
+		return s
+	}
+	var u uuid.UUID
+	copy(u[:], s)
+	return u.String()
+}
+
+func (r *recentAccept) serverMsgID() string { return r.uuidOr(0, packedServerUUID) }
+func (r *recentAccept) clientMsgID() string { return r.uuidOr(1, packedClientUUID) }
+func (r *recentAccept) senderID() string    { return r.id(3) }
+func (r *recentAccept) recvID() string      { return r.id(4) }
+func (r *recentAccept) groupID() string     { return r.id(5) }
+
+func (r *recentAccept) conversationID() string {
+	switch {
+	case r.packed&packedSingleConv != 0:
+		return domain.SingleConversationID(r.senderID(), r.recvID())
+	case r.packed&packedGroupConv != 0:
+		return domain.GroupConversationID(r.groupID())
+	}
+	return r.id(2)
+}
 
 func newLostCheck(a *Accepter, o acceptOptions) *lostCheck {
 	log := o.log
@@ -203,10 +305,9 @@ func (c *lostCheck) record(shard int, m *domain.Message, seq int64) {
 }
 
 // trim drops what push would drop at the next accept — entries older than
-// the window — and gives back the memory of rings a load grew: an empty
-// ring goes, a ring at most a quarter full shrinks. After a load stops no
-// accept comes to drop the last window's entries, which would otherwise
-// hold the ring and every string it names for good.
+// the window — and with them the chunks they emptied; an empty ring goes.
+// After a load stops no accept comes to drop the last window's entries,
+// which would otherwise hold the ring and every string it names for good.
 //
 // Entries are dropped only once the shard's server is known to be the one
 // that took them: a process is idle during a Redis outage too, and the
@@ -216,8 +317,8 @@ func (c *lostCheck) record(shard int, m *domain.Message, seq int64) {
 // shard's entries for a later trim, and a changed one starts the check a
 // next accept would have started.
 //
-// It returns about how many bytes it let go: the entries dropped with the
-// strings they name (recentAcceptBytes each) and the ring slots given back.
+// It returns how many bytes it let go: the strings the dropped entries
+// named and the chunks given back.
 func (c *lostCheck) trim(ctx context.Context) int64 {
 	if c == nil {
 		return 0
@@ -226,7 +327,7 @@ func (c *lostCheck) trim(ctx context.Context) int64 {
 	c.mu.Lock()
 	var due []int // shards with entries past the window whose server we know
 	for shard, q := range c.recent {
-		if q.n > 0 && now-q.buf[q.head].at > c.window && c.servers.server(shard) != "" {
+		if q.n > 0 && now-q.front().at > c.window && c.servers.server(shard) != "" {
 			due = append(due, shard)
 		}
 	}
@@ -247,31 +348,19 @@ func (c *lostCheck) trim(ctx context.Context) int64 {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var dropped, slots int
+	var ids, slots int
 	for shard, q := range c.recent {
-		for !keep[shard] && q.n > 0 && now-q.buf[q.head].at > c.window {
-			q.buf[q.head] = recentAccept{}
-			q.head = (q.head + 1) % len(q.buf)
-			q.n--
-			dropped++
+		for !keep[shard] && q.n > 0 && now-q.front().at > c.window {
+			ids += len(q.front().ids)
+			slots += q.dropFront()
 		}
-		switch {
-		case q.n == 0:
-			slots += len(q.buf)
+		if q.n == 0 {
+			slots += q.slots()
 			delete(c.recent, shard)
-		case q.n <= len(q.buf)/4 && len(q.buf) > 64:
-			next := make([]recentAccept, max(64, 2*q.n))
-			slots += len(q.buf) - len(next)
-			q.n = copy(next, q.all())
-			q.buf, q.head = next, 0
 		}
 	}
-	return int64(dropped)*recentAcceptBytes + int64(slots)*int64(unsafe.Sizeof(recentAccept{}))
+	return int64(ids) + int64(slots)*int64(unsafe.Sizeof(recentAccept{}))
 }
-
-// recentAcceptBytes is about what one remembered accept's IDs take (three
-// IDs, a conversation ID and two user IDs in one string).
-const recentAcceptBytes = 160
 
 // remembered is how many accepts the check holds and the ring slots they
 // take, over all shards.
@@ -283,7 +372,7 @@ func (c *lostCheck) remembered() (entries, slots int) {
 	defer c.mu.Unlock()
 	for _, q := range c.recent {
 		entries += q.n
-		slots += len(q.buf)
+		slots += q.slots()
 	}
 	return entries, slots
 }

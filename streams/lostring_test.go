@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -47,8 +48,8 @@ func TestAcceptRingKeepsTheWindow(t *testing.T) {
 }
 
 // trim drops what is older than the window without an accept to push it
-// out, deletes an emptied ring and shrinks one a load grew, keeping the
-// entries still in the window in order.
+// out, deletes an emptied ring and gives back the chunks a load filled,
+// keeping the entries still in the window in order.
 func TestLostCheckTrimGivesBackAPassedLoad(t *testing.T) {
 	c := &lostCheck{window: 30 * time.Second, max: 50000, recent: map[int]*acceptRing{}, servers: newRecordsWatch(time.Now()),
 		epoch: time.Now().Add(-time.Hour)}
@@ -63,10 +64,10 @@ func TestLostCheckTrimGivesBackAPassedLoad(t *testing.T) {
 		}
 		c.recent[1] = ringPush(c.recent[1], recentAccept{at: at, seq: int64(i)}, c)
 	}
-	if n, slots := c.remembered(); n != 10010 || slots < 15000 {
+	if n, slots := c.remembered(); n != 10010 || slots < 10010 {
 		t.Fatalf("before: %d entries in %d slots", n, slots)
 	}
-	if freed := c.trim(context.Background()); freed < 10000*recentAcceptBytes {
+	if freed := c.trim(context.Background()); freed < 10000*int64(unsafe.Sizeof(recentAccept{})) {
 		t.Fatalf("trim reports %d bytes let go for 10,000 entries dropped", freed)
 	}
 	if freed := c.trim(context.Background()); freed != 0 {
@@ -76,8 +77,8 @@ func TestLostCheckTrimGivesBackAPassedLoad(t *testing.T) {
 		t.Fatal("a ring with nothing in the window is kept")
 	}
 	n, slots := c.remembered()
-	if n != 10 || slots != 64 {
-		t.Fatalf("after: %d entries in %d slots, want 10 in 64", n, slots)
+	if n != 10 || slots != ringChunk {
+		t.Fatalf("after: %d entries in %d slots, want 10 in one chunk (%d)", n, slots, ringChunk)
 	}
 	for i, r := range c.recent[1].all() {
 		if r.seq != int64(4990+i) {
@@ -104,6 +105,15 @@ func TestRecentAcceptKeepsTheIDs(t *testing.T) {
 		{ServerMsgID: "srv-1", ClientMsgID: "c-1", ConversationID: "si_a_b", SenderID: "a", RecvID: "b", SendAt: 7},
 		{ServerMsgID: "srv-2", ClientMsgID: "客户端-ü", ConversationID: "sg_g1", SenderID: "a", GroupID: "g1", SendAt: 8},
 		{ClientMsgID: "only"},
+		// Canonical UUIDs and a conversation ID the parties give are kept
+		// short; an upper-case UUID, a conversation ID that is not the
+		// parties' and a user ID with "_" are kept as they are.
+		{ServerMsgID: "01a21bbf-6e86-71cc-8849-fb4d740abc5d", ClientMsgID: "01a21bbf-6e7d-7cf3-be31-76730000001f",
+			ConversationID: "si_nb-r12_nb-s12", SenderID: "nb-s12", RecvID: "nb-r12", SendAt: 9},
+		{ServerMsgID: "01a21bbf-6e86-71cc-8849-fb4d740abc5d", ClientMsgID: "01A21BBF-6E7D-7CF3-BE31-76730000001F",
+			ConversationID: "sg_g_2", SenderID: "u_1", GroupID: "g_2"},
+		{ServerMsgID: "s", ClientMsgID: "c", ConversationID: "si_a_c", SenderID: "a", RecvID: "b"},
+		{ServerMsgID: "s", ClientMsgID: "c", ConversationID: domain.SingleConversationID("a_x", "b"), SenderID: "a_x", RecvID: "b"},
 	} {
 		r, ok := newRecentAccept(&m, 42, time.Second)
 		if !ok {
@@ -114,6 +124,11 @@ func TestRecentAcceptKeepsTheIDs(t *testing.T) {
 		if got != want || r.seq != 42 || r.sendAt != m.SendAt || r.at != time.Second {
 			t.Fatalf("packed %+v, read back %q seq %d send_at %d at %v", m, got, r.seq, r.sendAt, r.at)
 		}
+	}
+	short := domain.Message{ServerMsgID: "01a21bbf-6e86-71cc-8849-fb4d740abc5d", ClientMsgID: "01a21bbf-6e7d-7cf3-be31-76730000001f",
+		ConversationID: "si_nb-r12_nb-s12", SenderID: "nb-s12", RecvID: "nb-r12"}
+	if r, _ := newRecentAccept(&short, 1, 0); len(r.ids) != 16+16+6+6 {
+		t.Fatalf("a single chat between UUIDs packed into %d bytes, want %d", len(r.ids), 16+16+6+6)
 	}
 	long := domain.Message{ServerMsgID: "s", ClientMsgID: strings.Repeat("x", 1<<16)}
 	if _, ok := newRecentAccept(&long, 1, 0); ok {
@@ -223,5 +238,30 @@ func TestIdleTrimKeepsWhatAFailoverMustCheck(t *testing.T) {
 	c.mu.Unlock()
 	if c.trim(ctx); entries() != 0 {
 		t.Fatalf("the same server: %d entries kept past the window", entries())
+	}
+}
+
+// Across chunks the ring keeps its order, takes at most one chunk more
+// than its entries, and gives each chunk back once its last entry leaves.
+func TestAcceptRingChunks(t *testing.T) {
+	q := &acceptRing{}
+	for i := range 3*ringChunk + 7 {
+		q.push(recentAccept{at: time.Duration(i) * time.Millisecond, seq: int64(i)}, time.Hour, 1<<20)
+	}
+	all := q.all()
+	for i, r := range all {
+		if r.seq != int64(i) {
+			t.Fatalf("entry %d is seq %d", i, r.seq)
+		}
+	}
+	if len(all) != 3*ringChunk+7 || q.slots() != 4*ringChunk {
+		t.Fatalf("%d entries in %d slots, want %d in %d", len(all), q.slots(), 3*ringChunk+7, 4*ringChunk)
+	}
+	freed := 0
+	for range ringChunk + 1 {
+		freed += q.dropFront()
+	}
+	if freed != ringChunk || q.slots() != 3*ringChunk || q.front().seq != ringChunk+1 {
+		t.Fatalf("after dropping a chunk and one: freed %d, %d slots, front seq %d", freed, q.slots(), q.front().seq)
 	}
 }

@@ -112,6 +112,13 @@ func SingleParties(conversationID string) (a, b string, ok bool) {
 // GroupConversationID returns "sg_{group_id}".
 func GroupConversationID(groupID string) string { return groupPrefix + groupID }
 
+// IsGroupConversationID reports whether id is GroupConversationID(groupID),
+// without building that string.
+func IsGroupConversationID(id, groupID string) bool {
+	rest, ok := strings.CutPrefix(id, groupPrefix)
+	return ok && rest == groupID
+}
+
 // ConversationSessionType tells which kind of conversation an ID names, from
 // its prefix; ok is false for anything else.
 func ConversationSessionType(conversationID string) (t SessionType, ok bool) {

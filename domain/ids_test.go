@@ -54,3 +54,14 @@ func TestIsSingleConversationID(t *testing.T) {
 		}
 	}
 }
+
+func TestIsGroupConversationID(t *testing.T) {
+	if !IsGroupConversationID(GroupConversationID("g_1"), "g_1") {
+		t.Error("sg_g_1 not recognised as g_1's")
+	}
+	for _, id := range []string{"sg_g_12", "sg_g", "si_g_1", "g_1", ""} {
+		if IsGroupConversationID(id, "g_1") {
+			t.Errorf("%q taken for g_1's", id)
+		}
+	}
+}

@@ -136,7 +136,7 @@ func (q *acceptRing) all() []recentAccept {
 // lostCheck.epoch, on the monotonic clock). At thousands of messages a
 // second the window holds hundreds of thousands of these, and the check is
 // their only holder once the accept is answered, so the IDs share one
-// string, in their shortest exact form (packIDs): 56 bytes plus about 64
+// string, in their shortest exact form (newRecentAccept): 56 bytes plus about 64
 // of IDs per accept for a single chat between UUIDv7s, where the IDs as
 // sent took about 140 (one string per ID and the key, 136 plus 250).
 type recentAccept struct {
@@ -147,7 +147,7 @@ type recentAccept struct {
 	at          time.Duration
 }
 
-// How packIDs shortened an accept's IDs (recentAccept.packed).
+// How newRecentAccept shortened an accept's IDs (recentAccept.packed).
 const (
 	packedServerUUID = 1 << iota // server_msg_id: the 16 bytes of a canonical UUID
 	packedClientUUID             // client_msg_id: likewise
@@ -174,7 +174,7 @@ func newRecentAccept(m *domain.Message, seq int64, at time.Duration) (r recentAc
 	case m.GroupID == "" && m.RecvID != "" && domain.IsSingleConversationID(conv, m.SenderID, m.RecvID):
 		r.packed |= packedSingleConv
 		fields[2] = ""
-	case m.GroupID != "" && conv == domain.GroupConversationID(m.GroupID):
+	case m.GroupID != "" && domain.IsGroupConversationID(conv, m.GroupID):
 		r.packed |= packedGroupConv
 		fields[2] = ""
 	}

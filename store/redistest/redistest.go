@@ -233,7 +233,12 @@ func sharedStart[T any](kind string, startFn func(ctx context.Context, dir strin
 		defer cancel()
 		t, stop, err := startFn(ctx, dir)
 		for try := 1; errors.Is(err, errPortTaken) && try < 3; try++ {
-			t, stop, err = startFn(ctx, dir)
+			// A directory of its own, so that no file of the failed try
+			// (a cluster node's nodes-<port>.conf) is read again.
+			sub := filepath.Join(dir, fmt.Sprintf("try%d", try))
+			if err = os.Mkdir(sub, 0o700); err == nil {
+				t, stop, err = startFn(ctx, sub)
+			}
 		}
 		if err != nil {
 			_ = os.RemoveAll(dir)

@@ -3,6 +3,7 @@ package redistest
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"strconv"
@@ -145,5 +146,29 @@ func TestTakenPortIsReportedForARetry(t *testing.T) {
 	}
 	if !errors.Is(err, errPortTaken) {
 		t.Fatalf("err = %v, want errPortTaken", err)
+	}
+}
+
+// A topology whose port was taken is started again, in a directory of its
+// own; any other error is not retried.
+func TestSharedStartRetriesATakenPort(t *testing.T) {
+	var dirs []string
+	got, err := sharedStart("retry-test", func(_ context.Context, dir string) (string, func(), error) {
+		dirs = append(dirs, dir)
+		if len(dirs) == 1 {
+			return "", nil, fmt.Errorf("%w: on the first try", errPortTaken)
+		}
+		return "started", func() {}, nil
+	})
+	if err != nil || got != "started" || len(dirs) != 2 || dirs[1] == dirs[0] {
+		t.Fatalf("got %q, %v after tries in %q", got, err, dirs)
+	}
+	tries := 0
+	_, err = sharedStart("no-retry-test", func(context.Context, string) (string, func(), error) {
+		tries++
+		return "", nil, errors.New("redis-server not installed")
+	})
+	if err == nil || tries != 1 {
+		t.Fatalf("another error: %v after %d tries, want an error after 1", err, tries)
 	}
 }

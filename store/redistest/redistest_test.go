@@ -137,6 +137,15 @@ func TestTakenPortIsReportedForARetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
+	go func() { // hang up at once, so the start's INFO fails fast rather than on its read timeout
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.Close()
+		}
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	n, err := start(ctx, t.TempDir(), p, serverArgs(p)...)

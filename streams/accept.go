@@ -300,6 +300,14 @@ func (a *Accepter) run(ctx context.Context, keys []string, args []any, appending
 // returns about how many bytes it let go.
 func (a *Accepter) ReleaseIdle(ctx context.Context) int64 { return a.lost.trim(ctx) }
 
+// Saved tells the lost-message check that the messages of shard with
+// these server_msg_ids are committed to the database, so it stops
+// remembering them (the save stage calls it after each transaction). IDs
+// this process did not accept are ignored; without the check it does
+// nothing. It keeps the check's memory at about the save lag's worth of
+// accepts instead of its whole window's (docs/pipeline.md).
+func (a *Accepter) Saved(shard int, serverMsgIDs []string) { a.lost.saved(shard, serverMsgIDs) }
+
 // runIDScript answers the run_id of the server that runs it (KEYS[1]
 // routes it to a shard's server in a cluster).
 var runIDScript = redis.NewScript(`return string.match(redis.call('INFO', 'server'), 'run_id:(%x+)') or ''`)

@@ -60,23 +60,26 @@ type lostCheck struct {
 
 // acceptRing holds a shard's recent accepts, oldest first, in chunks of
 // ringChunk entries: a sliding window of tens of thousands of entries
-// that takes at most one partly used chunk more than its entries, gives a
-// chunk back as soon as its last entry leaves, and never copies what it
-// holds (a circular buffer that doubles held up to twice its entries, and
-// the old buffer's copy while growing).
+// that takes at most one partly used chunk more than its entries and
+// gives a chunk back as soon as its last entry leaves (a circular buffer
+// that doubles held up to twice its entries, and the old buffer's copy
+// while growing). Entries marked saved leave with the front; when an
+// unsaved one holds the front (an accept whose save the check did not hear
+// of), the ring is compacted once they are half of it.
 type acceptRing struct {
 	chunks [][]recentAccept // each of capacity ringChunk (less under a smaller limit); the last may be partly filled
 	head   int              // the oldest entry's index in chunks[0]
 	n      int
+	nsaved int // entries marked saved still held (behind an unsaved front)
 }
 
 // ringChunk is the entries per chunk: 28 KiB each.
 const ringChunk = 512
 
-// push appends r, first dropping from the front what is older than window
-// and what would exceed limit entries.
+// push appends r, first dropping from the front what is saved, what is
+// older than window and what would exceed limit entries.
 func (q *acceptRing) push(r recentAccept, window time.Duration, limit int) {
-	for q.n > 0 && (q.n >= limit || r.at-q.front().at > window) {
+	for q.n > 0 && (q.front().saved || q.n >= limit || r.at-q.front().at > window) {
 		q.dropFront()
 	}
 	last := len(q.chunks) - 1
@@ -95,6 +98,9 @@ func (q *acceptRing) front() *recentAccept { return &q.chunks[0][q.head] }
 // gave back with it: a chunk's whole capacity once its last entry left,
 // 0 otherwise.
 func (q *acceptRing) dropFront() (slots int) {
+	if q.front().saved {
+		q.nsaved--
+	}
 	q.chunks[0][q.head] = recentAccept{} // its IDs may go now
 	q.head++
 	q.n--
@@ -118,16 +124,78 @@ func (q *acceptRing) slots() (n int) {
 	return n
 }
 
-// all returns the entries oldest first, in a new slice.
+// all returns the entries not known to be saved, oldest first, in a new
+// slice.
 func (q *acceptRing) all() []recentAccept {
 	out := make([]recentAccept, 0, q.n)
+	q.scan(q.n, func(r *recentAccept) bool {
+		if !r.saved {
+			out = append(out, *r)
+		}
+		return true
+	})
+	return out
+}
+
+// scan calls f on at most limit entries from the oldest on, until f
+// returns false.
+func (q *acceptRing) scan(limit int, f func(*recentAccept) bool) {
 	for i, c := range q.chunks {
 		if i == 0 {
 			c = c[q.head:]
 		}
-		out = append(out, c...)
+		for j := range c {
+			if limit <= 0 || !f(&c[j]) {
+				return
+			}
+			limit--
+		}
 	}
-	return out
+}
+
+// markSaved marks saved the oldest unsaved entry among the first limit
+// whose server_msg_id is id (in its packed form when packed), lets its IDs
+// go, drops the saved entries at the front and compacts the ring when the
+// saved ones it still holds are half of it. found is false when no entry
+// matched.
+func (q *acceptRing) markSaved(id string, packed bool, limit int) (found bool) {
+	q.scan(limit, func(r *recentAccept) bool {
+		if r.saved || (r.packed&packedServerUUID != 0) != packed || r.id(0) != id {
+			return true
+		}
+		r.saved, r.ids, r.ends, found = true, "", [5]uint16{}, true
+		return false
+	})
+	if !found {
+		return false
+	}
+	q.nsaved++
+	for q.n > 0 && q.front().saved {
+		q.dropFront()
+	}
+	if q.nsaved >= ringChunk && 2*q.nsaved >= q.n {
+		q.compact()
+	}
+	return true
+}
+
+// compact copies the unsaved entries, in order, into fresh chunks and lets
+// the old ones go: each entry is copied at most once per ringChunk entries
+// marked saved, and the scans that follow pass over no saved entry.
+func (q *acceptRing) compact() {
+	size := cap(q.chunks[0])
+	var chunks [][]recentAccept
+	q.scan(q.n, func(r *recentAccept) bool {
+		if r.saved {
+			return true
+		}
+		if len(chunks) == 0 || len(chunks[len(chunks)-1]) == size {
+			chunks = append(chunks, make([]recentAccept, 0, size))
+		}
+		chunks[len(chunks)-1] = append(chunks[len(chunks)-1], *r)
+		return true
+	})
+	q.chunks, q.head, q.n, q.nsaved = chunks, 0, q.n-q.nsaved, 0
 }
 
 // recentAccept is what the check needs of one accept: the IDs to look it
@@ -140,9 +208,10 @@ func (q *acceptRing) all() []recentAccept {
 // of IDs per accept for a single chat between UUIDv7s, where the IDs as
 // sent took about 140 (one string per ID and the key, 136 plus 250).
 type recentAccept struct {
-	ids         string    // server_msg_id, client_msg_id, conversation_id, sender_id, recv_id, group_id, packed
+	ids         string    // server_msg_id, client_msg_id, conversation_id, sender_id, recv_id, group_id, packed; "" once saved
 	ends        [5]uint16 // where each of the first five ends in ids
 	packed      uint8     // which IDs ids holds in a short form (packed*)
+	saved       bool      // this process's save stage saved it (lostCheck.saved): it cannot be lost
 	seq, sendAt int64
 	at          time.Duration
 }
@@ -304,6 +373,38 @@ func (c *lostCheck) record(shard int, m *domain.Message, seq int64) {
 	q.push(r, c.window, c.max)
 }
 
+// savedScan bounds how far from the front saved looks for a message: the
+// save stage saves a shard's entries in about the order they were
+// accepted, so a message this process accepted is found among the first
+// few, and one it did not accept (a save stage in another instance, an
+// entry older than the window) costs at most this many comparisons.
+const savedScan = 2048
+
+// saved forgets the accepts of shard whose server_msg_id is among ids,
+// which this process's save stage has just committed to the database: a
+// saved message cannot be lost, and the check would only have found it
+// saved (unsaved). Without this the check holds every accept of the last
+// window, 30 s at the load's rate; with it, about the save stage's lag.
+// An ID it does not hold is ignored.
+func (c *lostCheck) saved(shard int, ids []string) {
+	if c == nil || len(ids) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.recent[shard]
+	for _, id := range ids {
+		if q == nil || q.n == 0 {
+			return
+		}
+		if u, ok := canonicalUUID(id); ok {
+			q.markSaved(unsafe.String(&u[0], len(u)), true, savedScan)
+		} else {
+			q.markSaved(id, false, savedScan)
+		}
+	}
+}
+
 // trim drops what push would drop at the next accept — entries older than
 // the window — and with them the chunks they emptied; an empty ring goes.
 // After a load stops no accept comes to drop the last window's entries,
@@ -362,8 +463,8 @@ func (c *lostCheck) trim(ctx context.Context) int64 {
 	return int64(ids) + int64(slots)*int64(unsafe.Sizeof(recentAccept{}))
 }
 
-// remembered is how many accepts the check holds and the ring slots they
-// take, over all shards.
+// remembered is how many accepts the check holds (not known to be saved)
+// and the ring slots they take, over all shards.
 func (c *lostCheck) remembered() (entries, slots int) {
 	if c == nil {
 		return 0, 0
@@ -371,7 +472,7 @@ func (c *lostCheck) remembered() (entries, slots int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, q := range c.recent {
-		entries += q.n
+		entries += q.n - q.nsaved
 		slots += q.slots()
 	}
 	return entries, slots

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unsafe"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/nexo-im/nexo/domain"
@@ -263,5 +265,134 @@ func TestAcceptRingChunks(t *testing.T) {
 	}
 	if freed != ringChunk || q.slots() != 3*ringChunk || q.front().seq != ringChunk+1 {
 		t.Fatalf("after dropping a chunk and one: freed %d, %d slots, front seq %d", freed, q.slots(), q.front().seq)
+	}
+}
+
+// What the save stage saved leaves the ring: in order, the front goes at
+// once and the chunks with it; out of order, the saved entry lets its IDs
+// go and leaves the check's view, and goes with the front. An ID not held,
+// or beyond the scan's limit, changes nothing.
+func TestAcceptRingForgetsWhatIsSaved(t *testing.T) {
+	id := func(i int) string { return fmt.Sprintf("01a21bbf-6e86-71cc-8849-%012x", i) }
+	push := func(q *acceptRing, i int) {
+		m := domain.Message{ServerMsgID: id(i), ClientMsgID: fmt.Sprint("c", i), ConversationID: "si_a_b", SenderID: "a", RecvID: "b"}
+		if i%2 == 1 {
+			m.ServerMsgID = fmt.Sprint("srv-", i) // not a UUID: kept as sent
+		}
+		r, _ := newRecentAccept(&m, int64(i), time.Duration(i))
+		q.push(r, time.Hour, 1<<20)
+	}
+	c := &lostCheck{recent: map[int]*acceptRing{}}
+	q := &acceptRing{}
+	c.recent[3] = q
+	for i := range 2*ringChunk + 10 {
+		push(q, i)
+	}
+	key := func(i int) string {
+		if i%2 == 1 {
+			return fmt.Sprint("srv-", i)
+		}
+		return id(i)
+	}
+	// Saved out of order: 2 and 5 leave the view but hold their slots
+	// behind the unsaved front.
+	c.saved(3, []string{key(2), key(5), "not-held", id(1)}) // id(1) is "srv-1" in the ring, not the UUID
+	if q.n != 2*ringChunk+10 || len(q.all()) != 2*ringChunk+8 {
+		t.Fatalf("after two saved behind the front: %d entries, %d in view", q.n, len(q.all()))
+	}
+	for _, r := range q.all() {
+		if r.seq == 2 || r.seq == 5 {
+			t.Fatalf("seq %d is saved and still in view", r.seq)
+		}
+	}
+	// The front saved: it and the saved entries right behind it go.
+	c.saved(3, []string{key(0), key(1)})
+	if q.n != 2*ringChunk+10-3 || q.front().seq != 3 {
+		t.Fatalf("after the front saved: %d entries, front seq %d", q.n, q.front().seq)
+	}
+	// The rest saved in order: the ring is empty and keeps one chunk.
+	var rest []string
+	for i := 3; i < 2*ringChunk+10; i++ {
+		if i != 5 {
+			rest = append(rest, key(i))
+		}
+	}
+	c.saved(3, rest)
+	if q.n != 0 || q.slots() > ringChunk {
+		t.Fatalf("all saved: %d entries left in %d slots", q.n, q.slots())
+	}
+	// The scan stops at its limit: an entry beyond it stays.
+	for i := range savedScan + 1 {
+		push(q, 10000+i)
+	}
+	c.saved(3, []string{key(10000 + savedScan)})
+	if len(q.all()) != savedScan+1 {
+		t.Fatalf("an entry beyond the scan's limit left the view: %d of %d", len(q.all()), savedScan+1)
+	}
+	c.saved(3, []string{key(10000 + savedScan - 1)})
+	if len(q.all()) != savedScan {
+		t.Fatalf("the last entry within the scan's limit stayed in view: %d of %d", len(q.all()), savedScan+1)
+	}
+	// An accept the check never hears saved holds the front: the saved
+	// entries behind it are compacted away once they are half the ring, so
+	// the ring holds about what is unsaved and the scan stays short.
+	q = &acceptRing{}
+	c.recent[3] = q
+	const behind = 6 * savedScan
+	for i := range behind + 1 {
+		push(q, 20000+i)
+		if i > 0 {
+			c.saved(3, []string{key(20000 + i)})
+		}
+		if q.n > 2*ringChunk {
+			t.Fatalf("after %d saved behind an unsaved front the ring holds %d entries", i, q.n)
+		}
+	}
+	if all := q.all(); len(all) != 1 || all[0].seq != 20000 || q.slots() > 2*ringChunk {
+		t.Fatalf("%d saved behind an unsaved front: %d in view (front seq %d), %d slots", behind, len(all), all[0].seq, q.slots())
+	}
+	c.saved(7, []string{key(10000)}) // a shard with nothing remembered
+	var nilCheck *lostCheck
+	nilCheck.saved(3, []string{key(10000)}) // the check off: nothing to do, no panic
+}
+
+// After real accepts, the messages the save stage reports saved are no
+// longer remembered, so a failover's check looks only for the others.
+func TestLostCheckForgetsSavedAccepts(t *testing.T) {
+	ctx := context.Background()
+	rdb, prefix := storetest.Redis(t)
+	keys := NewKeys(prefix, 2)
+	a := NewAccepter(rdb, keys, store.NewSeqRepo(storetest.MySQL(t)), 100, time.Hour,
+		WithLostCheck(noneSaved{}, slog.New(slog.DiscardHandler), nil, time.Second))
+	savedOf := map[int][]string{}
+	var unsaved []string
+	for i := range 30 {
+		sender, recv := fmt.Sprint("u", i%3), fmt.Sprint("v", i%5)
+		m := domain.Message{ServerMsgID: uuid.NewString(), ClientMsgID: fmt.Sprint("cli-", i),
+			ConversationID: domain.SingleConversationID(sender, recv), SenderID: sender, RecvID: recv,
+			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		acc, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: SaveFirst, Append: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%4 == 3 {
+			unsaved = append(unsaved, m.ClientMsgID)
+		} else {
+			savedOf[acc.Shard] = append(savedOf[acc.Shard], m.ServerMsgID)
+		}
+	}
+	for shard, ids := range savedOf {
+		a.Saved(shard, ids)
+	}
+	var left []string
+	for shard := range 2 {
+		for _, r := range a.lost.recent[shard].all() {
+			left = append(left, r.clientMsgID())
+		}
+	}
+	slices.Sort(left)
+	slices.Sort(unsaved)
+	if !slices.Equal(left, unsaved) {
+		t.Fatalf("remembered after the saves: %v, want the unsaved %v", left, unsaved)
 	}
 }

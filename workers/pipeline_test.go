@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -103,6 +104,8 @@ type env struct {
 	offenders workers.DeadSenders
 	// groups, when set, is the deliver stage's GroupFanout.
 	groups workers.GroupFanout
+	// accepts, when set, is the save stage's SavedAccepts.
+	accepts workers.SavedAccepts
 	// metrics are those of the pipeline start ran last.
 	metrics *workers.Metrics
 }
@@ -144,7 +147,7 @@ func (e *env) start(name string) (stop func()) {
 	m := workers.NewMetrics(nil)
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: e.keys, Redis: e.rdb, Pusher: e.rec, Groups: e.groups, Metrics: m, Log: e.log})
 	save := workers.NewSaveHandler(workers.SaveDeps{Keys: e.keys, Redis: e.rdb, Messages: e.msgs, Seqs: e.seqs,
-		Allocator: e.acc, Pusher: e.rec, Metrics: m, Log: e.log, DeadSenders: e.offenders, Deliver: deliver})
+		Allocator: e.acc, Accepts: e.accepts, Pusher: e.rec, Metrics: m, Log: e.log, DeadSenders: e.offenders, Deliver: deliver})
 	e.metrics = m
 	p := workers.NewPipeline(e.rdb, e.keys, e.cfg.Streams, e.cfg.Save, name, save, deliver, e.log)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -343,6 +346,8 @@ func TestPoisonEntryIsDeadLetteredWithoutBlockingItsShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.send("ivan", "judy", "ok2", streams.SaveFirst)
+	told := &savedAccepts{}
+	e.accepts = told
 	stop := e.start("n1")
 	e.rec.waitFor(t, "the good messages saved and the bad one reported", 15*time.Second, func() bool {
 		return len(e.rec.saved) == 2 && len(e.rec.failed) == 1
@@ -351,6 +356,13 @@ func TestPoisonEntryIsDeadLetteredWithoutBlockingItsShard(t *testing.T) {
 	if e.rec.failed[0] != "bad" {
 		t.Errorf("save_failed for %q", e.rec.failed[0])
 	}
+	// The accepter hears of the saved messages, on their shard, and never
+	// of the one that failed.
+	told.mu.Lock()
+	if want := []string{"srv-ivan-ok1", "srv-ivan-ok2"}; !slices.Equal(told.ids, want) || told.shard != e.keys.Shard(conv) {
+		t.Errorf("the accepter heard of %v on shard %d, want %v on %d", told.ids, told.shard, want, e.keys.Shard(conv))
+	}
+	told.mu.Unlock()
 	shard := e.keys.Shard(conv)
 	dead := e.rdb.XRange(ctx, e.keys.Dead(shard), "-", "+").Val()
 	if len(dead) != 1 || dead[0].Values["err"] == "" {
@@ -452,4 +464,17 @@ func TestMessageRecalledBeforeItsSaveIsNeverPushed(t *testing.T) {
 	if len(rows) != 1 || rows[0].Status != domain.StatusRevoked {
 		t.Fatalf("stored = %+v, want revoked", rows)
 	}
+}
+
+// savedAccepts records what the save stage reports saved.
+type savedAccepts struct {
+	mu    sync.Mutex
+	shard int
+	ids   []string
+}
+
+func (s *savedAccepts) Saved(shard int, ids []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.shard, s.ids = shard, append(s.ids, ids...)
 }

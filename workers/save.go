@@ -49,6 +49,12 @@ type SavedDeliverer interface {
 	DeliverSaved(ctx context.Context, shard int, entries []streams.Entry) []streams.Entry
 }
 
+// SavedAccepts hears which messages of a shard are now in the database
+// (streams.Accepter.Saved: the lost-message check stops remembering them).
+type SavedAccepts interface {
+	Saved(shard int, serverMsgIDs []string)
+}
+
 // SaveHandler is the save stage: it persists a batch of entries from one
 // shard's to_save stream in one transaction, pushes save-first entries to
 // their recipients (SaveDeps.Deliver; without it, or for the entries it
@@ -68,6 +74,7 @@ type SaveHandler struct {
 	after     AfterSave
 	offenders DeadSenders
 	deliver   SavedDeliverer
+	accepts   SavedAccepts
 }
 
 // SaveDeps are the SaveHandler's collaborators.
@@ -94,6 +101,9 @@ type SaveDeps struct {
 	// (the shard's deliver stage, DeliverHandler); nil forwards every
 	// save-first entry to to_deliver.
 	Deliver SavedDeliverer
+	// Accepts, when set, hears of each batch's saved messages right after
+	// their transaction (streams.Accepter, for its lost-message check).
+	Accepts SavedAccepts
 }
 
 // DeadSenders counts a sender's dead-lettered messages and reports whether
@@ -109,7 +119,7 @@ func NewSaveHandler(d SaveDeps) *SaveHandler {
 	return &SaveHandler{
 		keys: d.Keys, rdb: d.Redis, msgs: newGroupSaver(d.Messages, d.BatchWait, d.BatchSize), seqs: d.Seqs, alloc: d.Allocator, push: d.Pusher,
 		metrics: d.Metrics, log: d.Log, limited: newDeadLines(d.Log), after: d.After, offenders: d.DeadSenders,
-		deliver: d.Deliver,
+		deliver: d.Deliver, accepts: d.Accepts,
 	}
 }
 
@@ -154,6 +164,10 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	commit.Ack = slices.Grow(commit.Ack, len(entries))
 	var saved []domain.Message
 	var fresh []bool
+	var savedIDs []string
+	if h.accepts != nil {
+		savedIDs = make([]string, 0, len(entries))
+	}
 	now := time.Now().UnixMilli()
 	for i := range entries {
 		e := &entries[i]
@@ -191,6 +205,9 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		if h.after != nil {
 			saved, fresh = append(saved, orig), append(fresh, r.Outcome == store.Saved)
 		}
+		if h.accepts != nil {
+			savedIDs = append(savedIDs, e.Msg.ServerMsgID)
+		}
 		commit.MarkSaved = append(commit.MarkSaved, idem)
 		commit.Settle = append(commit.Settle, settle)
 		commit.Ack = append(commit.Ack, e.ID)
@@ -199,6 +216,9 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		if e.AcceptedAt > 0 {
 			h.metrics.SavedLag.Observe(float64(now-e.AcceptedAt) / 1000)
 		}
+	}
+	if len(savedIDs) > 0 {
+		h.accepts.Saved(shard, savedIDs)
 	}
 	if len(saved) > 0 {
 		if err := h.after.AfterSave(ctx, saved, fresh); err != nil {

@@ -104,7 +104,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	noPush := sync.NewNoPushCache(convRepo, a.cfg.Sync.RecvOptCacheTTL, a.log)
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit})
 	save := workers.NewSaveHandler(workers.SaveDeps{
-		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Pusher: pusher,
+		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Accepts: accepter, Pusher: pusher,
 		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook, mediaParts.afterSave()),
 		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
 		Deliver: deliver, // saved messages skip to_deliver (docs/pipeline.md)

@@ -220,13 +220,17 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	if len(savedIDs) > 0 {
 		h.accepts.Saved(shard, savedIDs)
 	}
+	// The push first: the hooks only enqueue for later stages (search,
+	// offline push, webhooks), and their round trips would otherwise be
+	// part of every delivery's latency. A hook that fails retries the batch
+	// as a failed commit does, after the push either way.
+	if h.deliver != nil {
+		commit.ToNext = h.deliver.DeliverSaved(ctx, shard, commit.ToNext)
+	}
 	if len(saved) > 0 {
 		if err := h.after.AfterSave(ctx, saved, fresh); err != nil {
 			return fmt.Errorf("save: after-save events of %d messages: %w", len(saved), err)
 		}
-	}
-	if h.deliver != nil {
-		commit.ToNext = h.deliver.DeliverSaved(ctx, shard, commit.ToNext)
 	}
 	if len(commit.Ack) > 0 {
 		if err := commit.Apply(ctx, h.rdb); err != nil {

@@ -34,12 +34,20 @@ type GroupCache struct {
 	rdb  redis.UniversalClient
 	keys Keys
 	ttl  time.Duration
+	// versions batches concurrent Version reads: every group send and
+	// every group fanout makes one, so under load they share round trips.
+	versions *domain.GroupCommit[string, string]
 }
+
+// versionBatch bounds the HGETs of one pipelined round trip.
+const versionBatch = 256
 
 // NewGroupCache returns the cache on rdb with keys under keys.Prefix; ttl
 // (group.member_cache_ttl) bounds how long an entry lives.
 func NewGroupCache(rdb redis.UniversalClient, keys Keys, ttl time.Duration) *GroupCache {
-	return &GroupCache{rdb: rdb, keys: keys, ttl: ttl}
+	c := &GroupCache{rdb: rdb, keys: keys, ttl: ttl}
+	c.versions = domain.NewGroupCommit(versionBatch, c.readVersions)
+	return c
 }
 
 // readScript returns {v, d}, creating v first when the hash has none, so a
@@ -82,17 +90,46 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Version returns the group's current cache version, "" when it has none.
-// One HGET: the check a process makes before trusting its local copy.
+// Version returns the group's current cache version, "" when it has none:
+// the check a process makes before trusting its local copy. One HGET, sent
+// after the call began (so an invalidation that returned before it is
+// seen); calls made while another's read is in flight go together in the
+// next round trip, one HGET per distinct group. Errors are Redis's.
 func (c *GroupCache) Version(ctx context.Context, groupID string) (string, error) {
-	v, err := c.rdb.HGet(ctx, c.keys.GroupMembers(groupID), "v").Result()
-	if errors.Is(err, redis.Nil) {
-		return "", nil
-	}
+	v, err := c.versions.Do(ctx, groupID)
 	if err != nil {
 		return "", fmt.Errorf("group cache version %s: %w", groupID, err)
 	}
 	return v, nil
+}
+
+// readVersions reads the version of each group of batch: alone, one HGET;
+// else one pipeline (a cluster client splits it by slot).
+func (c *GroupCache) readVersions(ctx context.Context, batch []*domain.Call[string, string]) {
+	if len(batch) == 1 {
+		batch[0].Res, batch[0].Err = versionOf(c.rdb.HGet(ctx, c.keys.GroupMembers(batch[0].Req), "v"))
+		return
+	}
+	cmds := make(map[string]*redis.StringCmd, len(batch))
+	pipe := c.rdb.Pipeline()
+	for _, call := range batch {
+		if cmds[call.Req] == nil {
+			cmds[call.Req] = pipe.HGet(ctx, c.keys.GroupMembers(call.Req), "v")
+		}
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	for _, call := range batch {
+		call.Res, call.Err = versionOf(cmds[call.Req])
+	}
+}
+
+// versionOf is an HGET v's answer: "" for a hash (or field) that is not there.
+func versionOf(cmd *redis.StringCmd) (string, error) {
+	v, err := cmd.Result()
+	if errors.Is(err, redis.Nil) {
+		return "", nil
+	}
+	return v, err
 }
 
 // Read returns the group's cache version and its state; st is nil when the

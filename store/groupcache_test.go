@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -153,5 +154,102 @@ func BenchmarkDecodeGroupState(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Concurrent version reads share round trips, one HGET per distinct group
+// in each, and every caller gets its own group's version; a group with no
+// cache answers "".
+func TestGroupCacheVersionsShareRoundTrips(t *testing.T) {
+	for name, open := range storetest.RedisTopologies() {
+		t.Run(name, func(t *testing.T) {
+			rdb, keys := open(t)
+			ctx := context.Background()
+			c := store.NewGroupCache(rdb, keys, time.Minute)
+			want := map[string]string{"none": ""}
+			for i := range 10 {
+				g := fmt.Sprint("g", i)
+				v, _, err := c.Read(ctx, g)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[g] = v
+			}
+			counter := &hgetCounter{}
+			rdb.AddHook(counter)
+			const callers, each = 64, 20
+			var wg sync.WaitGroup
+			errs := make(chan error, callers)
+			for i := range callers {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for j := range each {
+						g := fmt.Sprint("g", (i+j)%10)
+						if (i+j)%11 == 0 {
+							g = "none"
+						}
+						if v, err := c.Version(ctx, g); err != nil || v != want[g] {
+							errs <- fmt.Errorf("Version(%s) = %q, %v; want %q", g, v, err, want[g])
+							return
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				t.Fatal(err)
+			}
+			trips, hgets := counter.counts()
+			if hgets >= callers*each || trips >= hgets {
+				t.Fatalf("%d version reads took %d HGETs in %d round trips: no batching", callers*each, hgets, trips)
+			}
+		})
+	}
+}
+
+// hgetCounter counts HGETs and the round trips (commands or pipelines,
+// per node) that carried them.
+type hgetCounter struct {
+	mu           sync.Mutex
+	trips, hgets int
+}
+
+func (h *hgetCounter) counts() (int, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.trips, h.hgets
+}
+
+func (h *hgetCounter) add(cmds []redis.Cmder) {
+	n := 0
+	for _, c := range cmds {
+		if c.Name() == "hget" {
+			n++
+		}
+	}
+	if n == 0 {
+		return
+	}
+	h.mu.Lock()
+	h.trips++
+	h.hgets += n
+	h.mu.Unlock()
+}
+
+func (h *hgetCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (h *hgetCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		h.add([]redis.Cmder{cmd})
+		return next(ctx, cmd)
+	}
+}
+
+func (h *hgetCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		h.add(cmds)
+		return next(ctx, cmds)
 	}
 }

@@ -40,11 +40,26 @@ export const PASSWORD = 'Nexo-sdk-test-pass-7319!';
 /**
  * startNexo starts `nexo serve` in the embedded mode and resolves once
  * /healthz answers: {url, stop(), register(userId), login(userId)}.
- * extraEnv sets more NEXO_ keys.
+ * extraEnv sets more NEXO_ keys; pickPort gives the port to try (freePort).
  */
-export async function startNexo(extraEnv = {}) {
+export async function startNexo(extraEnv = {}, pickPort = freePort) {
+  // freePort's port is free when asked, not when nexo binds it: another
+  // process's outgoing connection may take it in between (it lies in the
+  // kernel's ephemeral range), so a start that lost its port tries another.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startNexoOn(await pickPort(), extraEnv);
+    } catch (err) {
+      if (!(err instanceof PortTakenError) || attempt >= 3) throw err;
+    }
+  }
+}
+
+/** PortTakenError: nexo exited at start because its port was taken. */
+class PortTakenError extends Error {}
+
+async function startNexoOn(port, extraEnv) {
   const bin = buildNexo();
-  const port = await freePort();
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'nexo-sdk-'));
   const env = {};
   // Only what this server should see: no stray NEXO_ DSN turns the embedded mode off.
@@ -54,13 +69,21 @@ export async function startNexo(extraEnv = {}) {
   const log = fs.openSync(logPath, 'w');
   const proc = spawn(bin, ['serve'], { cwd: dir, env, stdio: ['ignore', log, log] });
   let exited = false;
-  proc.on('exit', () => { exited = true; });
+  const gone = new Promise((r) => proc.once('exit', () => { exited = true; r(); }));
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 60000;
   for (;;) {
-    if (exited) throw new Error(`nexo exited at start; log:\n${fs.readFileSync(logPath, 'utf8')}`);
+    if (exited) {
+      const text = fs.readFileSync(logPath, 'utf8');
+      fs.closeSync(log);
+      fs.rmSync(dir, { recursive: true, force: true });
+      const Err = text.includes('address already in use') ? PortTakenError : Error;
+      throw new Err(`nexo exited at start; log:\n${text}`);
+    }
     try {
-      const res = await fetch(`${url}/healthz`);
+      // Bounded: a port taken by a listener that never answers must not
+      // hang the start past nexo's exit.
+      const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) });
       if (res.ok) break;
     } catch { /* not up yet */ }
     if (Date.now() > deadline) throw new Error(`nexo did not answer /healthz within 60 s; log:\n${fs.readFileSync(logPath, 'utf8')}`);
@@ -90,10 +113,8 @@ export async function startNexo(extraEnv = {}) {
       return d.token;
     },
     async stop() {
-      if (!exited) {
-        proc.kill('SIGTERM');
-        await new Promise((r) => (exited ? r() : proc.once('exit', r)));
-      }
+      if (!exited) proc.kill('SIGTERM');
+      await gone;
       fs.closeSync(log);
       fs.rmSync(dir, { recursive: true, force: true });
     },

@@ -40,6 +40,9 @@ type DB struct {
 	failures func(op string)
 	// stmts keeps prepared statements on SQLite (stmtcache.go); nil on MySQL.
 	stmts *stmtCache
+	// mariaDB: the server is MariaDB, whose compound statements
+	// (BEGIN NOT ATOMIC) saveOneTrip uses; MySQL has none.
+	mariaDB bool
 }
 
 // OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry
@@ -94,8 +97,16 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 	if err := ready(ctx, g, sqlDB, "mysql"); err != nil {
 		return nil, err
 	}
-	return &DB{Gorm: g, Dialect: MySQL, Isolation: isolation}, nil
+	var version string
+	if err := g.WithContext(ctx).Raw("SELECT VERSION()").Scan(&version).Error; err != nil {
+		return nil, fmt.Errorf("open mysql: server version: %w", err)
+	}
+	return &DB{Gorm: g, Dialect: MySQL, Isolation: isolation, mariaDB: strings.Contains(strings.ToLower(version), "mariadb")}, nil
 }
+
+// MariaDB reports whether the server is MariaDB (SELECT VERSION() at
+// OpenMySQL): SaveBatch then sends a batch as one compound statement.
+func (db *DB) MariaDB() bool { return db.mariaDB }
 
 // OpenSQLite opens (creating if needed) the embedded SQLite file at path, in
 // WAL mode with immediate transactions: a transaction that reads then writes

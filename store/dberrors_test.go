@@ -123,3 +123,16 @@ func errorsOf(t *testing.T, reg *prometheus.Registry, op string) float64 {
 	}
 	return 0
 }
+
+// TestOpenMySQLKnowsMariaDB: the server's flavour is read at open, so on
+// MariaDB (CI's) every SaveBatch test runs the compound-statement save.
+func TestOpenMySQLKnowsMariaDB(t *testing.T) {
+	db := storetest.MySQL(t)
+	var version string
+	if err := db.Gorm.Raw("SELECT VERSION()").Scan(&version).Error; err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Contains(strings.ToLower(version), "mariadb"); db.MariaDB() != want {
+		t.Fatalf("server %q: MariaDB() = %v, want %v", version, db.MariaDB(), want)
+	}
+}

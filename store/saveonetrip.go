@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -18,12 +19,21 @@ import (
 // rolled back; SaveBatch saves it statement by statement.
 var errSlowPath = errors.New("save batch: take the statement-by-statement path")
 
+// compoundMaxBatch is the largest batch saveOneTrip sends as a MariaDB
+// compound statement: at light load (batches of one or two messages) it
+// spares the server a wait per statement, 0.94× its CPU per message; a
+// batch of tens of messages ran slower as one (docs/pipeline.md).
+const compoundMaxBatch = 4
+
 // saveOneTrip is SaveBatch on MySQL/MariaDB for the common case, every row
 // new: START TRANSACTION, a plain INSERT, all of bookkeepingSQL's
 // statements and COMMIT as one multi-statement text query
 // (multiStatements and interpolateParams, which OpenMySQL sets) — one
 // round trip whatever the batch, against two per statement (prepare,
-// execute) and BEGIN and COMMIT through GORM before.
+// execute) and BEGIN and COMMIT through GORM before. On MariaDB a batch
+// of up to compoundMaxBatch messages is one compound statement (BEGIN NOT
+// ATOMIC, tripText) answered with one row of counts, so the driver waits
+// for one result instead of one per statement (docs/pipeline.md).
 // The bookkeeping assumes every row is inserted, so the INSERT has no
 // conflict clause: a row that conflicts fails it (error 1062), the server
 // runs none of the statements after it, COMMIT included, and the
@@ -43,19 +53,14 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	}
 	// Sized up front: grown by append, args alone was 18 % of the server's
 	// allocated bytes in a closed loop.
-	var q strings.Builder
-	size, n := 0, 0
+	texts := make([]string, len(stmts))
+	n := 0
 	for _, st := range stmts {
-		size += len(st.query) + 2
 		n += len(st.args)
 	}
-	q.Grow(size)
 	args := make([]driver.NamedValue, 0, n)
 	for i, st := range stmts {
-		if i > 0 {
-			q.WriteString(";\n")
-		}
-		q.WriteString(st.query)
+		texts[i] = st.query
 		for _, a := range st.args {
 			args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: a})
 		}
@@ -74,7 +79,7 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 		c.DBTrips.Add(1)
 	}
 	err = conn.Raw(func(dc any) error {
-		return oneTrip(ctx, dc, q.String(), args, func(affected []int64, query queryFunc) error {
+		return oneTrip(ctx, dc, texts, args, r.db.mariaDB && len(msgs) <= compoundMaxBatch, func(affected []int64, query queryFunc) error {
 			// Committed: a surprise here is an error the caller retries,
 			// and a retry finds the rows saved (SaveBatch is idempotent).
 			if len(affected) != len(stmts) || affected[0] != int64(len(rows)) {
@@ -107,26 +112,47 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 // the set of its values.
 type queryFunc func(st sqlStmt) (map[string]bool, error)
 
-// oneTrip runs query (many statements) as one transaction on the driver
-// connection dc — START TRANSACTION and COMMIT travel with the
-// statements, so the whole batch is one round trip — then hands
-// afterCommit every statement's affected rows. The server stops at the
-// first failing statement, before the COMMIT; oneTrip then rolls back and
-// returns the error, errSlowPath for a unique-key conflict (the plain
-// INSERT's way of saying a row was already there). A connection whose
-// rollback failed is reported bad (driver.ErrBadConn) so database/sql
-// discards it rather than pool a connection inside a transaction; a
-// round trip cut off with the COMMIT's outcome unknown ends there too,
-// and the caller's retry finds what was saved. Text the driver will not
-// interpolate (driver.ErrSkip: too large for a packet) is errSlowPath.
-func oneTrip(ctx context.Context, dc any, query string, args []driver.NamedValue,
+// oneTrip runs stmts as one transaction on the driver connection dc —
+// START TRANSACTION and COMMIT travel with the statements, so the whole
+// batch is one round trip — then hands afterCommit every statement's
+// affected rows. With block (MariaDB) the transaction is one compound
+// statement (tripText) that answers every count in one row, one result
+// to read where a multi-statement query sends one per statement, each a
+// wait of the driver's. The server stops at the first failing statement,
+// before the COMMIT; oneTrip then rolls back and returns the error,
+// errSlowPath for a unique-key conflict (the plain INSERT's way of saying
+// a row was already there). A connection whose rollback failed is
+// reported bad (driver.ErrBadConn) so database/sql discards it rather
+// than pool a connection inside a transaction; a round trip cut off with
+// the COMMIT's outcome unknown ends there too, and the caller's retry
+// finds what was saved. Text the driver will not interpolate
+// (driver.ErrSkip: too large for a packet) is errSlowPath.
+func oneTrip(ctx context.Context, dc any, stmts []string, args []driver.NamedValue, block bool,
 	afterCommit func(affected []int64, q queryFunc) error) error {
 	exec, ok1 := dc.(driver.ExecerContext)
 	read, ok2 := dc.(driver.QueryerContext)
 	if !ok1 || !ok2 {
 		return fmt.Errorf("save batch: driver connection %T cannot run one round trip: %w", dc, errSlowPath)
 	}
-	res, err := exec.ExecContext(ctx, "START TRANSACTION;\n"+query+";\nCOMMIT", args)
+	query := tripText(stmts, block)
+	var all []int64
+	var err error
+	if block {
+		all, err = blockCounts(ctx, read, query, args)
+	} else {
+		var res driver.Result
+		res, err = exec.ExecContext(ctx, query, args)
+		if err == nil {
+			multi, ok := res.(gomysql.Result)
+			if !ok {
+				return fmt.Errorf("save batch: driver result %T has no per-statement counts", res)
+			}
+			if all = multi.AllRowsAffected(); len(all) != len(stmts)+2 {
+				return fmt.Errorf("save batch: %d results for a transaction of %d statements", len(all), len(stmts))
+			}
+			all = all[1 : len(all)-1]
+		}
+	}
 	if errors.Is(err, driver.ErrSkip) {
 		return errSlowPath // nothing was sent
 	}
@@ -140,10 +166,6 @@ func oneTrip(ctx context.Context, dc any, query string, args []driver.NamedValue
 			return errSlowPath
 		}
 		return err
-	}
-	multi, ok := res.(gomysql.Result)
-	if !ok {
-		return fmt.Errorf("save batch: driver result %T has no per-statement counts", res)
 	}
 	q := func(st sqlStmt) (map[string]bool, error) {
 		named := make([]driver.NamedValue, len(st.args))
@@ -173,9 +195,81 @@ func oneTrip(ctx context.Context, dc any, query string, args []driver.NamedValue
 			}
 		}
 	}
-	all := multi.AllRowsAffected()
-	if len(all) < 2 {
-		return fmt.Errorf("save batch: %d results for a multi-statement transaction", len(all))
+	return afterCommit(all, q)
+}
+
+// tripText is stmts as one transaction: a multi-statement query from
+// START TRANSACTION to COMMIT, or with block a MariaDB compound statement
+// that keeps each statement's ROW_COUNT() and selects them after the
+// COMMIT.
+func tripText(stmts []string, block bool) string {
+	var q strings.Builder
+	size := 64
+	for _, st := range stmts {
+		size += len(st) + 32
 	}
-	return afterCommit(all[1:len(all)-1], q)
+	q.Grow(size)
+	vars := func() {
+		for i := range stmts {
+			if i > 0 {
+				q.WriteString(", ")
+			}
+			q.WriteString("a")
+			q.WriteString(strconv.Itoa(i))
+		}
+	}
+	if block {
+		q.WriteString("BEGIN NOT ATOMIC\nDECLARE ")
+		vars()
+		q.WriteString(" BIGINT;\n")
+	}
+	q.WriteString("START TRANSACTION;\n")
+	for i, st := range stmts {
+		q.WriteString(st)
+		q.WriteString(";\n")
+		if block {
+			q.WriteString("SET a")
+			q.WriteString(strconv.Itoa(i))
+			q.WriteString(" = ROW_COUNT();\n")
+		}
+	}
+	q.WriteString("COMMIT")
+	if block {
+		q.WriteString(";\nSELECT ")
+		vars()
+		q.WriteString(";\nEND")
+	}
+	return q.String()
+}
+
+// blockCounts runs query, a MariaDB compound statement that ends with a
+// SELECT of each statement's ROW_COUNT(), and returns those counts: one
+// result for the whole batch, where a multi-statement query gets one per
+// statement, each a read the driver may have to wait for.
+func blockCounts(ctx context.Context, read driver.QueryerContext, query string, args []driver.NamedValue) ([]int64, error) {
+	rows, err := read.QueryContext(ctx, query, args)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, len(rows.Columns()))
+	if err := rows.Next(dest); err != nil {
+		return nil, fmt.Errorf("save batch: reading the statements' counts: %w", err)
+	}
+	out := make([]int64, len(dest))
+	for i, v := range dest {
+		switch v := v.(type) {
+		case int64:
+			out[i] = v
+		case []byte:
+			n, err := strconv.ParseInt(string(v), 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("save batch: count %q: %w", v, err)
+			}
+			out[i] = n
+		default:
+			return nil, fmt.Errorf("save batch: count of type %T", v)
+		}
+	}
+	return out, nil
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql/driver"
 	"errors"
+	"io"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -42,8 +44,35 @@ func (c *tripConn) ExecContext(_ context.Context, query string, _ []driver.Named
 	return tripResult{affected: affected}, nil
 }
 
-func (c *tripConn) QueryContext(context.Context, string, []driver.NamedValue) (driver.Rows, error) {
-	return nil, errors.New("not used")
+// QueryContext answers a compound statement (tripText with block) with
+// one row of counts, 1, 2, ... as text, as MariaDB's text protocol does.
+func (c *tripConn) QueryContext(_ context.Context, query string, _ []driver.NamedValue) (driver.Rows, error) {
+	c.sent = append(c.sent, query)
+	if c.multiErr != nil {
+		return nil, c.multiErr
+	}
+	n := strings.Count(query, "= ROW_COUNT()")
+	row := make([]driver.Value, n)
+	for i := range row {
+		row[i] = []byte(strconv.Itoa(i + 1))
+	}
+	return &countRows{row: row}, nil
+}
+
+type countRows struct {
+	row  []driver.Value
+	read bool
+}
+
+func (r *countRows) Columns() []string { return make([]string, len(r.row)) }
+func (r *countRows) Close() error      { return nil }
+func (r *countRows) Next(dest []driver.Value) error {
+	if r.read {
+		return io.EOF
+	}
+	r.read = true
+	copy(dest, r.row)
+	return nil
 }
 
 var _ gomysql.Result = tripResult{}
@@ -56,7 +85,7 @@ func TestOneTripCommitsInItsRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	var got []int64
 	c := &tripConn{}
-	err := oneTrip(ctx, c, "INSERT a;\nINSERT b", nil, func(affected []int64, _ queryFunc) error {
+	err := oneTrip(ctx, c, []string{"INSERT a", "INSERT b"}, nil, false, func(affected []int64, _ queryFunc) error {
 		got = affected
 		return nil
 	})
@@ -73,27 +102,60 @@ func TestOneTripCommitsInItsRoundTrip(t *testing.T) {
 	dup := &gomysql.MySQLError{Number: errDupEntry, Message: "Duplicate entry"}
 	c = &tripConn{multiErr: dup}
 	called := false
-	err = oneTrip(ctx, c, "INSERT a", nil, func([]int64, queryFunc) error { called = true; return nil })
+	err = oneTrip(ctx, c, []string{"INSERT a"}, nil, false, func([]int64, queryFunc) error { called = true; return nil })
 	if !errors.Is(err, errSlowPath) || called || len(c.sent) != 2 || c.sent[1] != "ROLLBACK" {
 		t.Fatalf("conflict: err %v, afterCommit %v, sent %q; want errSlowPath after a ROLLBACK", err, called, c.sent)
 	}
 
 	tooLong := &gomysql.MySQLError{Number: 1406, Message: "Data too long"}
 	c = &tripConn{multiErr: tooLong}
-	err = oneTrip(ctx, c, "INSERT a", nil, func([]int64, queryFunc) error { return nil })
+	err = oneTrip(ctx, c, []string{"INSERT a"}, nil, false, func([]int64, queryFunc) error { return nil })
 	if !errors.Is(err, tooLong) || errors.Is(err, errSlowPath) || errors.Is(err, driver.ErrBadConn) || len(c.sent) != 2 {
 		t.Fatalf("failed statement: err %v, sent %q; want the error itself after a ROLLBACK", err, c.sent)
 	}
 
 	c = &tripConn{multiErr: driver.ErrBadConn, rollbackErr: errors.New("broken pipe")}
-	err = oneTrip(ctx, c, "INSERT a", nil, func([]int64, queryFunc) error { return nil })
+	err = oneTrip(ctx, c, []string{"INSERT a"}, nil, false, func([]int64, queryFunc) error { return nil })
 	if !errors.Is(err, driver.ErrBadConn) {
 		t.Fatalf("failed rollback: err %v, want driver.ErrBadConn so the connection is not pooled", err)
 	}
 
 	c = &tripConn{multiErr: driver.ErrSkip}
-	err = oneTrip(ctx, c, "INSERT a", nil, func([]int64, queryFunc) error { return nil })
+	err = oneTrip(ctx, c, []string{"INSERT a"}, nil, false, func([]int64, queryFunc) error { return nil })
 	if !errors.Is(err, errSlowPath) || len(c.sent) != 1 {
 		t.Fatalf("text too large to interpolate: err %v, sent %q; want errSlowPath and nothing more", err, c.sent)
+	}
+}
+
+// TestOneTripAsOneCompoundStatement: on MariaDB the transaction is one
+// BEGIN NOT ATOMIC block whose one row carries every statement's count,
+// and a failing statement still rolls back (a conflict to the slow path).
+func TestOneTripAsOneCompoundStatement(t *testing.T) {
+	ctx := context.Background()
+	var got []int64
+	c := &tripConn{}
+	err := oneTrip(ctx, c, []string{"INSERT a", "INSERT b", "UPDATE c"}, nil, true, func(affected []int64, _ queryFunc) error {
+		got = affected
+		return nil
+	})
+	if err != nil || len(c.sent) != 1 {
+		t.Fatalf("success: err %v, sent %q; want one query", err, c.sent)
+	}
+	want := "BEGIN NOT ATOMIC\nDECLARE a0, a1, a2 BIGINT;\nSTART TRANSACTION;\n" +
+		"INSERT a;\nSET a0 = ROW_COUNT();\nINSERT b;\nSET a1 = ROW_COUNT();\nUPDATE c;\nSET a2 = ROW_COUNT();\n" +
+		"COMMIT;\nSELECT a0, a1, a2;\nEND"
+	if c.sent[0] != want {
+		t.Fatalf("sent %q, want %q", c.sent[0], want)
+	}
+	if len(got) != 3 || got[0] != 1 || got[1] != 2 || got[2] != 3 {
+		t.Fatalf("afterCommit saw affected rows %v, want [1 2 3]", got)
+	}
+
+	dup := &gomysql.MySQLError{Number: errDupEntry, Message: "Duplicate entry"}
+	c = &tripConn{multiErr: dup}
+	called := false
+	err = oneTrip(ctx, c, []string{"INSERT a"}, nil, true, func([]int64, queryFunc) error { called = true; return nil })
+	if !errors.Is(err, errSlowPath) || called || len(c.sent) != 2 || c.sent[1] != "ROLLBACK" {
+		t.Fatalf("conflict: err %v, afterCommit %v, sent %q; want errSlowPath after a ROLLBACK", err, called, c.sent)
 	}
 }

@@ -21,7 +21,7 @@ var errSlowPath = errors.New("save batch: take the statement-by-statement path")
 
 // compoundMaxBatch is the largest batch saveOneTrip sends as a MariaDB
 // compound statement: at light load (batches of one or two messages) it
-// spares the server a wait per statement, 0.94× its CPU per message; a
+// spares the server a wait per statement, 0.92–0.94× its CPU per message; a
 // batch of tens of messages ran slower as one (docs/pipeline.md).
 const compoundMaxBatch = 4
 

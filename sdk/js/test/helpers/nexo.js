@@ -86,7 +86,10 @@ async function startNexoOn(port, extraEnv) {
       const res = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(2000) });
       if (res.ok) break;
     } catch { /* not up yet */ }
-    if (Date.now() > deadline) throw new Error(`nexo did not answer /healthz within 60 s; log:\n${fs.readFileSync(logPath, 'utf8')}`);
+    if (Date.now() > deadline) {
+      proc.kill('SIGKILL'); // a server left running keeps the test file's process alive
+      throw new Error(`nexo did not answer /healthz within 60 s; log:\n${fs.readFileSync(logPath, 'utf8')}`);
+    }
     await new Promise((r) => setTimeout(r, 50));
   }
 

@@ -40,9 +40,8 @@ type DB struct {
 	failures func(op string)
 	// stmts keeps prepared statements on SQLite (stmtcache.go); nil on MySQL.
 	stmts *stmtCache
-	// mariaDB: the server is MariaDB, whose compound statements
-	// (BEGIN NOT ATOMIC) saveOneTrip uses; MySQL has none.
-	mariaDB bool
+	// version is the server's SELECT VERSION() (OpenMySQL); "" on SQLite.
+	version string
 }
 
 // OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry
@@ -101,12 +100,13 @@ func OpenMySQL(ctx context.Context, cfg configs.MySQL) (*DB, error) {
 	if err := g.WithContext(ctx).Raw("SELECT VERSION()").Scan(&version).Error; err != nil {
 		return nil, fmt.Errorf("open mysql: server version: %w", err)
 	}
-	return &DB{Gorm: g, Dialect: MySQL, Isolation: isolation, mariaDB: strings.Contains(strings.ToLower(version), "mariadb")}, nil
+	return &DB{Gorm: g, Dialect: MySQL, Isolation: isolation, version: version}, nil
 }
 
 // MariaDB reports whether the server is MariaDB (SELECT VERSION() at
-// OpenMySQL): SaveBatch then sends a batch as one compound statement.
-func (db *DB) MariaDB() bool { return db.mariaDB }
+// OpenMySQL): SaveBatch then sends a small batch as one compound
+// statement (BEGIN NOT ATOMIC, which MySQL lacks), and search uses Mroonga.
+func (db *DB) MariaDB() bool { return strings.Contains(strings.ToLower(db.version), "mariadb") }
 
 // OpenSQLite opens (creating if needed) the embedded SQLite file at path, in
 // WAL mode with immediate transactions: a transaction that reads then writes

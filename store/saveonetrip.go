@@ -79,7 +79,7 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 		c.DBTrips.Add(1)
 	}
 	err = conn.Raw(func(dc any) error {
-		return oneTrip(ctx, dc, texts, args, r.db.mariaDB && len(msgs) <= compoundMaxBatch, func(affected []int64, query queryFunc) error {
+		return oneTrip(ctx, dc, texts, args, r.db.MariaDB() && len(msgs) <= compoundMaxBatch, func(affected []int64, query queryFunc) error {
 			// Committed: a surprise here is an error the caller retries,
 			// and a retry finds the rows saved (SaveBatch is idempotent).
 			if len(affected) != len(stmts) || affected[0] != int64(len(rows)) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // SearchBackend names the full-text engine behind the message_search table.
@@ -86,11 +85,7 @@ func detectSearchBackend(ctx context.Context, db *DB) (SearchBackend, error) {
 	if db.Dialect == SQLite {
 		return SearchFTS5, nil
 	}
-	var version string
-	if err := db.Gorm.WithContext(ctx).Raw("SELECT VERSION()").Scan(&version).Error; err != nil {
-		return "", fmt.Errorf("search: server version: %w", err)
-	}
-	if !strings.Contains(strings.ToLower(version), "mariadb") {
+	if !db.MariaDB() {
 		return SearchNgram, nil
 	}
 	var n int64
@@ -100,7 +95,7 @@ func detectSearchBackend(ctx context.Context, db *DB) (SearchBackend, error) {
 		return "", fmt.Errorf("search: list storage engines: %w", err)
 	}
 	if n == 0 {
-		return "", fmt.Errorf("MariaDB %s: %w", version, ErrMroongaMissing)
+		return "", fmt.Errorf("MariaDB %s: %w", db.version, ErrMroongaMissing)
 	}
 	return SearchMroonga, nil
 }

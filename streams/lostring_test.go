@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
@@ -149,16 +150,11 @@ func (noneSaved) ByClientMsgIDs(context.Context, []domain.ClientMsgKey) (map[dom
 // write the server lost) is the one reported missing.
 func TestLostCheckFindsTheAcceptsRecords(t *testing.T) {
 	ctx := context.Background()
-	rdb, prefix := storetest.Redis(t)
-	keys := NewKeys(prefix, 2)
-	a := NewAccepter(rdb, keys, store.NewSeqRepo(storetest.MySQL(t)), 100, time.Hour,
-		WithLostCheck(noneSaved{}, slog.New(slog.DiscardHandler), nil, time.Second))
+	rdb, keys, a := checkedAccepter(t, 2)
 	var sent []domain.Message
 	for i := range 20 {
 		sender, recv := fmt.Sprint("u", i%3), fmt.Sprint("v", i%5)
-		m := domain.Message{ServerMsgID: fmt.Sprint("srv-", i), ClientMsgID: fmt.Sprint("cli-", i),
-			ConversationID: domain.SingleConversationID(sender, recv), SenderID: sender, RecvID: recv,
-			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		m := singleText(fmt.Sprint("srv-", i), fmt.Sprint("cli-", i), sender, recv)
 		if _, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: DeliverFirst, Append: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,14 +185,9 @@ func TestLostCheckFindsTheAcceptsRecords(t *testing.T) {
 // starts that check at once, with every entry.
 func TestIdleTrimKeepsWhatAFailoverMustCheck(t *testing.T) {
 	ctx := context.Background()
-	rdb, prefix := storetest.Redis(t)
-	keys := NewKeys(prefix, 1)
-	a := NewAccepter(rdb, keys, store.NewSeqRepo(storetest.MySQL(t)), 100, time.Hour,
-		WithLostCheck(noneSaved{}, slog.New(slog.DiscardHandler), nil, time.Second))
+	_, _, a := checkedAccepter(t, 1)
 	for i := range 5 {
-		m := domain.Message{ServerMsgID: fmt.Sprint("srv-", i), ClientMsgID: fmt.Sprint("cli-", i),
-			ConversationID: domain.SingleConversationID("ann", "ben"), SenderID: "ann", RecvID: "ben",
-			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		m := singleText(fmt.Sprint("srv-", i), fmt.Sprint("cli-", i), "ann", "ben")
 		if _, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: DeliverFirst, Append: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -224,9 +215,7 @@ func TestIdleTrimKeepsWhatAFailoverMustCheck(t *testing.T) {
 	}
 
 	for i := range 3 { // the same server throughout: the trim drops them
-		m := domain.Message{ServerMsgID: fmt.Sprint("srv2-", i), ClientMsgID: fmt.Sprint("cli2-", i),
-			ConversationID: domain.SingleConversationID("ann", "ben"), SenderID: "ann", RecvID: "ben",
-			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		m := singleText(fmt.Sprint("srv2-", i), fmt.Sprint("cli2-", i), "ann", "ben")
 		if _, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: DeliverFirst, Append: true}); err != nil {
 			t.Fatal(err)
 		}
@@ -360,17 +349,12 @@ func TestAcceptRingForgetsWhatIsSaved(t *testing.T) {
 // longer remembered, so a failover's check looks only for the others.
 func TestLostCheckForgetsSavedAccepts(t *testing.T) {
 	ctx := context.Background()
-	rdb, prefix := storetest.Redis(t)
-	keys := NewKeys(prefix, 2)
-	a := NewAccepter(rdb, keys, store.NewSeqRepo(storetest.MySQL(t)), 100, time.Hour,
-		WithLostCheck(noneSaved{}, slog.New(slog.DiscardHandler), nil, time.Second))
+	_, _, a := checkedAccepter(t, 2)
 	savedOf := map[int][]string{}
 	var unsaved []string
 	for i := range 30 {
 		sender, recv := fmt.Sprint("u", i%3), fmt.Sprint("v", i%5)
-		m := domain.Message{ServerMsgID: uuid.NewString(), ClientMsgID: fmt.Sprint("cli-", i),
-			ConversationID: domain.SingleConversationID(sender, recv), SenderID: sender, RecvID: recv,
-			SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
+		m := singleText(uuid.NewString(), fmt.Sprint("cli-", i), sender, recv)
 		acc, err := a.Accept(ctx, AcceptRequest{Msg: m, Route: SaveFirst, Append: true})
 		if err != nil {
 			t.Fatal(err)
@@ -395,4 +379,21 @@ func TestLostCheckForgetsSavedAccepts(t *testing.T) {
 	if !slices.Equal(left, unsaved) {
 		t.Fatalf("remembered after the saves: %v, want the unsaved %v", left, unsaved)
 	}
+}
+
+// checkedAccepter is an Accepter with the lost-message check on real
+// Redis and MariaDB, over shards stream shards.
+func checkedAccepter(t *testing.T, shards int) (redis.UniversalClient, Keys, *Accepter) {
+	rdb, prefix := storetest.Redis(t)
+	keys := NewKeys(prefix, shards)
+	a := NewAccepter(rdb, keys, store.NewSeqRepo(storetest.MySQL(t)), 100, time.Hour,
+		WithLostCheck(noneSaved{}, slog.New(slog.DiscardHandler), nil, time.Second))
+	return rdb, keys, a
+}
+
+// singleText is a text message of a single chat, to accept.
+func singleText(serverMsgID, clientMsgID, sender, recv string) domain.Message {
+	return domain.Message{ServerMsgID: serverMsgID, ClientMsgID: clientMsgID,
+		ConversationID: domain.SingleConversationID(sender, recv), SenderID: sender, RecvID: recv,
+		SessionType: domain.SessionSingle, MsgType: domain.MsgText, Content: domain.Content{Text: "x"}, SendAt: time.Now().UnixMilli()}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	gomysql "github.com/go-sql-driver/mysql"
@@ -42,6 +43,11 @@ type DB struct {
 	stmts *stmtCache
 	// version is the server's SELECT VERSION() (OpenMySQL); "" on SQLite.
 	version string
+	// saveProc names the procedure one-message saves call (saveproc.go),
+	// nil when they do without; saveProcErr is why its installation
+	// failed (Migrate).
+	saveProc    atomic.Pointer[string]
+	saveProcErr error
 }
 
 // OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry

@@ -278,6 +278,11 @@ func (db *DB) Migrate(ctx context.Context) ([]int, error) {
 		}
 		applied = append(applied, m.Version)
 	}
+	if db.MariaDB() {
+		// Not a failure of the migration: without the procedure (no
+		// CREATE ROUTINE privilege) saves send the compound statement.
+		db.saveProcErr = db.installSaveProcedure(ctx, g)
+	}
 	return applied, nil
 }
 

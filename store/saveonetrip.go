@@ -33,7 +33,10 @@ const compoundMaxBatch = 4
 // execute) and BEGIN and COMMIT through GORM before. On MariaDB a batch
 // of up to compoundMaxBatch messages is one compound statement (BEGIN NOT
 // ATOMIC, tripText) answered with one row of counts, so the driver waits
-// for one result instead of one per statement (docs/pipeline.md).
+// for one result instead of one per statement (docs/pipeline.md); a
+// batch of one message that procSaves is a CALL of the save procedure
+// (saveproc.go), the same transaction already parsed. A procedure dropped
+// behind the process's back is given up for the compound statement.
 // The bookkeeping assumes every row is inserted, so the INSERT has no
 // conflict clause: a row that conflicts fails it (error 1062), the server
 // runs none of the statements after it, COMMIT included, and the
@@ -45,8 +48,70 @@ const compoundMaxBatch = 4
 func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, rows []messageRow, now int64) ([]SaveResult, error) {
 	results := make([]SaveResult, len(msgs))
 	allSaved(rows, results)
+	proc := r.db.saveProcedure()
+	var t trip
+	var revoked countsCheck
+	if proc != "" && len(msgs) == 1 && procSaves(&msgs[0]) {
+		t, revoked = saveCall(proc, &msgs[0], &rows[0], now)
+	} else {
+		proc = ""
+		t, revoked = r.db.statementsTrip(msgs, rows, results, now)
+	}
+	sqlDB, err := r.db.Gorm.DB()
+	if err != nil {
+		return nil, err
+	}
+	conn, err := sqlDB.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("save batch of %d: %w", len(msgs), err)
+	}
+	defer conn.Close()
+	if c := opCounterOf(ctx); c != nil {
+		c.DB.Add(int64(t.stmts))
+		c.DBTrips.Add(1)
+	}
+	err = conn.Raw(func(dc any) error {
+		return oneTrip(ctx, dc, t, func(affected []int64, query queryFunc) error {
+			// Committed: a surprise here is an error the caller retries,
+			// and a retry finds the rows saved (SaveBatch is idempotent).
+			hit, err := revoked(affected)
+			if err != nil || !hit {
+				return err
+			}
+			st := revokedSQL(savedNormalIDs(msgs, results))
+			ids, err := query(st)
+			if err != nil {
+				return fmt.Errorf("read revoked messages: %w", err)
+			}
+			markRevoked(msgs, results, ids)
+			return nil
+		})
+	})
+	switch {
+	case errors.Is(err, errSlowPath):
+		return nil, errSlowPath
+	case proc != "" && isMissingProcedure(err):
+		// Dropped behind this process's back: the compound statement from
+		// now on, and this batch statement by statement (nothing ran).
+		r.db.saveProc.Store(nil)
+		return nil, errSlowPath
+	case err != nil:
+		r.db.noteFailure("raw", err)
+		return nil, fmt.Errorf("save batch of %d: %w", len(msgs), err)
+	}
+	return results, nil
+}
+
+// countsCheck checks a committed trip's counts and reports whether a
+// recall intent revoked a message (then the caller reads which).
+type countsCheck func(affected []int64) (revoked bool, err error)
+
+// statementsTrip is msgs' INSERT and bookkeepingSQL's statements as one
+// trip: on MariaDB a compound statement for up to compoundMaxBatch
+// messages, otherwise a multi-statement query.
+func (db *DB) statementsTrip(msgs []domain.Message, rows []messageRow, results []SaveResult, now int64) (trip, countsCheck) {
 	ins := insertNewMessagesSQL(rows)
-	book, revoke := r.db.bookkeepingSQL(msgs, results, now)
+	book, revoke := db.bookkeepingSQL(msgs, results, now)
 	stmts := append([]sqlStmt{ins}, book...)
 	if revoke >= 0 {
 		revoke++
@@ -65,47 +130,20 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 			args = append(args, driver.NamedValue{Ordinal: len(args) + 1, Value: a})
 		}
 	}
-	sqlDB, err := r.db.Gorm.DB()
-	if err != nil {
-		return nil, err
+	return newTrip(texts, args, db.MariaDB() && len(msgs) <= compoundMaxBatch), func(affected []int64) (bool, error) {
+		if len(affected) != len(stmts) || affected[0] != int64(len(rows)) {
+			return false, fmt.Errorf("save batch: committed with affected rows %v for %d statements and %d rows",
+				affected, len(stmts), len(rows))
+		}
+		return revoke >= 0 && affected[revoke] > 0, nil
 	}
-	conn, err := sqlDB.Conn(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("save batch of %d: %w", len(msgs), err)
-	}
-	defer conn.Close()
-	if c := opCounterOf(ctx); c != nil {
-		c.DB.Add(int64(len(stmts)))
-		c.DBTrips.Add(1)
-	}
-	err = conn.Raw(func(dc any) error {
-		return oneTrip(ctx, dc, texts, args, r.db.MariaDB() && len(msgs) <= compoundMaxBatch, func(affected []int64, query queryFunc) error {
-			// Committed: a surprise here is an error the caller retries,
-			// and a retry finds the rows saved (SaveBatch is idempotent).
-			if len(affected) != len(stmts) || affected[0] != int64(len(rows)) {
-				return fmt.Errorf("save batch: committed with affected rows %v for %d statements and %d rows",
-					affected, len(stmts), len(rows))
-			}
-			if revoke < 0 || affected[revoke] == 0 {
-				return nil
-			}
-			st := revokedSQL(savedNormalIDs(msgs, results))
-			ids, err := query(st)
-			if err != nil {
-				return fmt.Errorf("read revoked messages: %w", err)
-			}
-			markRevoked(msgs, results, ids)
-			return nil
-		})
-	})
-	switch {
-	case errors.Is(err, errSlowPath):
-		return nil, errSlowPath
-	case err != nil:
-		r.db.noteFailure("raw", err)
-		return nil, fmt.Errorf("save batch of %d: %w", len(msgs), err)
-	}
-	return results, nil
+}
+
+// procSaves reports whether the save procedure's one shape of transaction
+// is m's: no mention rows, and a single chat between two users (a chat
+// with oneself has one conversations row, not two).
+func procSaves(m *domain.Message) bool {
+	return len(m.AtUserIDs) == 0 && (m.SessionType != domain.SessionSingle || m.SenderID != m.RecvID)
 }
 
 // queryFunc runs a one-column query on oneTrip's connection and returns
@@ -127,28 +165,26 @@ type queryFunc func(st sqlStmt) (map[string]bool, error)
 // the COMMIT's outcome unknown ends there too, and the caller's retry
 // finds what was saved. Text the driver will not interpolate
 // (driver.ErrSkip: too large for a packet) is errSlowPath.
-func oneTrip(ctx context.Context, dc any, stmts []string, args []driver.NamedValue, block bool,
-	afterCommit func(affected []int64, q queryFunc) error) error {
+func oneTrip(ctx context.Context, dc any, t trip, afterCommit func(affected []int64, q queryFunc) error) error {
 	exec, ok1 := dc.(driver.ExecerContext)
 	read, ok2 := dc.(driver.QueryerContext)
 	if !ok1 || !ok2 {
 		return fmt.Errorf("save batch: driver connection %T cannot run one round trip: %w", dc, errSlowPath)
 	}
-	query := tripText(stmts, block)
 	var all []int64
 	var err error
-	if block {
-		all, err = blockCounts(ctx, read, query, args)
+	if t.oneRow {
+		all, err = blockCounts(ctx, read, t.query, t.args)
 	} else {
 		var res driver.Result
-		res, err = exec.ExecContext(ctx, query, args)
+		res, err = exec.ExecContext(ctx, t.query, t.args)
 		if err == nil {
 			multi, ok := res.(gomysql.Result)
 			if !ok {
 				return fmt.Errorf("save batch: driver result %T has no per-statement counts", res)
 			}
-			if all = multi.AllRowsAffected(); len(all) != len(stmts)+2 {
-				return fmt.Errorf("save batch: %d results for a transaction of %d statements", len(all), len(stmts))
+			if all = multi.AllRowsAffected(); len(all) != t.stmts+2 {
+				return fmt.Errorf("save batch: %d results for a transaction of %d statements", len(all), t.stmts)
 			}
 			all = all[1 : len(all)-1]
 		}
@@ -196,6 +232,22 @@ func oneTrip(ctx context.Context, dc any, stmts []string, args []driver.NamedVal
 		}
 	}
 	return afterCommit(all, q)
+}
+
+// trip is what oneTrip sends: a multi-statement query whose results carry
+// one count per statement between START TRANSACTION's and COMMIT's, or
+// (oneRow) a compound statement or a procedure call that answers every
+// count in one row.
+type trip struct {
+	query  string
+	args   []driver.NamedValue
+	stmts  int
+	oneRow bool
+}
+
+// newTrip is stmts as one transaction (tripText) with their arguments.
+func newTrip(stmts []string, args []driver.NamedValue, block bool) trip {
+	return trip{query: tripText(stmts, block), args: args, stmts: len(stmts), oneRow: block}
 }
 
 // tripText is stmts as one transaction: a multi-statement query from

@@ -85,7 +85,7 @@ func TestOneTripCommitsInItsRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	var got []int64
 	c := &tripConn{}
-	err := oneTrip(ctx, c, []string{"INSERT a", "INSERT b"}, nil, false, func(affected []int64, _ queryFunc) error {
+	err := oneTrip(ctx, c, newTrip([]string{"INSERT a", "INSERT b"}, nil, false), func(affected []int64, _ queryFunc) error {
 		got = affected
 		return nil
 	})
@@ -104,26 +104,26 @@ func TestOneTripCommitsInItsRoundTrip(t *testing.T) {
 		dup := &gomysql.MySQLError{Number: errDupEntry, Message: "Duplicate entry"}
 		c = &tripConn{multiErr: dup}
 		called := false
-		err = oneTrip(ctx, c, []string{"INSERT a"}, nil, block, func([]int64, queryFunc) error { called = true; return nil })
+		err = oneTrip(ctx, c, newTrip([]string{"INSERT a"}, nil, block), func([]int64, queryFunc) error { called = true; return nil })
 		if !errors.Is(err, errSlowPath) || called || len(c.sent) != 2 || c.sent[1] != "ROLLBACK" {
 			t.Fatalf("conflict: err %v, afterCommit %v, sent %q; want errSlowPath after a ROLLBACK", err, called, c.sent)
 		}
 
 		tooLong := &gomysql.MySQLError{Number: 1406, Message: "Data too long"}
 		c = &tripConn{multiErr: tooLong}
-		err = oneTrip(ctx, c, []string{"INSERT a"}, nil, block, func([]int64, queryFunc) error { return nil })
+		err = oneTrip(ctx, c, newTrip([]string{"INSERT a"}, nil, block), func([]int64, queryFunc) error { return nil })
 		if !errors.Is(err, tooLong) || errors.Is(err, errSlowPath) || errors.Is(err, driver.ErrBadConn) || len(c.sent) != 2 {
 			t.Fatalf("failed statement: err %v, sent %q; want the error itself after a ROLLBACK", err, c.sent)
 		}
 
 		c = &tripConn{multiErr: driver.ErrBadConn, rollbackErr: errors.New("broken pipe")}
-		err = oneTrip(ctx, c, []string{"INSERT a"}, nil, block, func([]int64, queryFunc) error { return nil })
+		err = oneTrip(ctx, c, newTrip([]string{"INSERT a"}, nil, block), func([]int64, queryFunc) error { return nil })
 		if !errors.Is(err, driver.ErrBadConn) {
 			t.Fatalf("failed rollback: err %v, want driver.ErrBadConn so the connection is not pooled", err)
 		}
 
 		c = &tripConn{multiErr: driver.ErrSkip}
-		err = oneTrip(ctx, c, []string{"INSERT a"}, nil, block, func([]int64, queryFunc) error { return nil })
+		err = oneTrip(ctx, c, newTrip([]string{"INSERT a"}, nil, block), func([]int64, queryFunc) error { return nil })
 		if !errors.Is(err, errSlowPath) || len(c.sent) != 1 {
 			t.Fatalf("text too large to interpolate: err %v, sent %q; want errSlowPath and nothing more", err, c.sent)
 		}
@@ -137,7 +137,7 @@ func TestOneTripAsOneCompoundStatement(t *testing.T) {
 	ctx := context.Background()
 	var got []int64
 	c := &tripConn{}
-	err := oneTrip(ctx, c, []string{"INSERT a", "INSERT b", "UPDATE c"}, nil, true, func(affected []int64, _ queryFunc) error {
+	err := oneTrip(ctx, c, newTrip([]string{"INSERT a", "INSERT b", "UPDATE c"}, nil, true), func(affected []int64, _ queryFunc) error {
 		got = affected
 		return nil
 	})

@@ -179,9 +179,7 @@ func (db *DB) bookkeepingSQL(msgs []domain.Message, res []SaveResult, now int64)
 		for _, c := range ids {
 			args = append(args, c, maxSeq[c], int64(0), maxSeq[c], latest[c])
 		}
-		stmts = append(stmts, sqlStmt{query: db.upsertGreatest("seq_conversations",
-			"conversation_id, max_seq, min_seq, reserved_seq, latest_send_at", 5, len(ids),
-			"conversation_id", "max_seq", "latest_send_at"), args: args})
+		stmts = append(stmts, sqlStmt{query: db.seqConversationsSQL(len(ids)), args: args})
 	}
 	if len(senderSeq) > 0 {
 		keys := make([]userConv, 0, len(senderSeq))
@@ -196,9 +194,7 @@ func (db *DB) bookkeepingSQL(msgs []domain.Message, res []SaveResult, now int64)
 			s := senderSeq[k]
 			args = append(args, k.user, k.conv, int64(0), int64(0), s, s)
 		}
-		stmts = append(stmts, sqlStmt{query: db.upsertGreatest("seq_users",
-			"user_id, conversation_id, min_seq, max_seq, read_seq, delivered_seq", 6, len(keys),
-			"user_id, conversation_id", "read_seq", "delivered_seq"), args: args})
+		stmts = append(stmts, sqlStmt{query: db.seqUsersSQL(len(keys)), args: args})
 	}
 	if len(convs) > 0 {
 		rows := make([]convRow, 0, len(convs))
@@ -213,10 +209,7 @@ func (db *DB) bookkeepingSQL(msgs []domain.Message, res []SaveResult, now int64)
 			args = append(args, c.conv, c.owner, int64(domain.SessionSingle), c.peer, "", int64(0), false,
 				now, c.updatedAt, int64(0))
 		}
-		stmts = append(stmts, sqlStmt{query: db.upsertGreatest("conversations",
-			"conversation_id, owner_id, conversation_type, peer_user_id, group_id, recv_msg_opt, is_pinned, "+
-				"created_at, updated_at, hidden_seq", 10, len(rows),
-			"owner_id, conversation_id", "updated_at"), args: args})
+		stmts = append(stmts, sqlStmt{query: db.singleConversationsSQL(len(rows)), args: args})
 	}
 	if st, ok := db.mentionsSQL(msgs, res); ok {
 		stmts = append(stmts, st)
@@ -225,6 +218,33 @@ func (db *DB) bookkeepingSQL(msgs []domain.Message, res []SaveResult, now int64)
 		return append(stmts, st), len(stmts)
 	}
 	return stmts, -1
+}
+
+// seqConversationsSQL upserts n seq_conversations rows of (conversation_id,
+// max_seq, min_seq, reserved_seq, latest_send_at), raising max_seq and
+// latest_send_at.
+func (db *DB) seqConversationsSQL(n int) string {
+	return db.upsertGreatest("seq_conversations",
+		"conversation_id, max_seq, min_seq, reserved_seq, latest_send_at", 5, n,
+		"conversation_id", "max_seq", "latest_send_at")
+}
+
+// seqUsersSQL upserts n seq_users rows of (user_id, conversation_id,
+// min_seq, max_seq, read_seq, delivered_seq), raising the two cursors.
+func (db *DB) seqUsersSQL(n int) string {
+	return db.upsertGreatest("seq_users",
+		"user_id, conversation_id, min_seq, max_seq, read_seq, delivered_seq", 6, n,
+		"user_id, conversation_id", "read_seq", "delivered_seq")
+}
+
+// singleConversationsSQL upserts n conversations rows of (conversation_id,
+// owner_id, conversation_type, peer_user_id, group_id, recv_msg_opt,
+// is_pinned, created_at, updated_at, hidden_seq), raising updated_at.
+func (db *DB) singleConversationsSQL(n int) string {
+	return db.upsertGreatest("conversations",
+		"conversation_id, owner_id, conversation_type, peer_user_id, group_id, recv_msg_opt, is_pinned, "+
+			"created_at, updated_at, hidden_seq", 10, n,
+		"owner_id, conversation_id", "updated_at")
 }
 
 // mentionsSQL writes one row per (mentioned user, message) of the stored
@@ -303,17 +323,24 @@ func (db *DB) revokeIntentsSQL(msgs []domain.Message, res []SaveResult, now int6
 			args = append(args, m.ServerMsgID)
 		}
 	} else {
-		b.WriteString("UPDATE message_revokes r JOIN messages m ON m.conversation_id = r.conversation_id AND m.seq = r.seq" +
-			" SET m.status = ?, m.updated_at = ? WHERE (r.conversation_id, r.seq) IN (")
-		valuesList(&b, len(saved), 2)
-		b.WriteString(") AND m.status = ? AND m.msg_type < ?" +
-			" AND (r.any_sender <> 0 OR r.revoker_id = m.sender_id AND m.send_at >= r.min_send_at)")
+		revokeJoinSQL(&b, len(saved))
 		for _, m := range saved {
 			args = append(args, m.ConversationID, m.Seq)
 		}
 	}
 	args = append(args, int64(msgStatusNormal), int64(domain.MsgNotificationMin))
 	return sqlStmt{query: b.String(), args: args}, true
+}
+
+// revokeJoinSQL writes revokeIntentsSQL's MySQL/MariaDB form for n
+// (conversation_id, seq) pairs; its arguments are the revoked status, the
+// time, the pairs, the normal status and domain.MsgNotificationMin.
+func revokeJoinSQL(b *strings.Builder, n int) {
+	b.WriteString("UPDATE message_revokes r JOIN messages m ON m.conversation_id = r.conversation_id AND m.seq = r.seq" +
+		" SET m.status = ?, m.updated_at = ? WHERE (r.conversation_id, r.seq) IN (")
+	valuesList(b, n, 2)
+	b.WriteString(") AND m.status = ? AND m.msg_type < ?" +
+		" AND (r.any_sender <> 0 OR r.revoker_id = m.sender_id AND m.send_at >= r.min_send_at)")
 }
 
 // savedNormal are the batch's messages stored under their own ID and sent

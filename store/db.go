@@ -43,11 +43,9 @@ type DB struct {
 	stmts *stmtCache
 	// version is the server's SELECT VERSION() (OpenMySQL); "" on SQLite.
 	version string
-	// saveProc names the procedure one-message saves call (saveproc.go),
-	// nil when they do without; saveProcErr is why its installation
-	// failed (Migrate).
-	saveProc    atomic.Pointer[string]
-	saveProcErr error
+	// saveProc is the procedure one-message saves call (saveproc.go), set
+	// by Migrate on MariaDB; nil before.
+	saveProc atomic.Pointer[procState]
 }
 
 // OpenMySQL opens MySQL/MariaDB at cfg.DSN and pings it. The DSN should carry

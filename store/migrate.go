@@ -281,7 +281,9 @@ func (db *DB) Migrate(ctx context.Context) ([]int, error) {
 	if db.MariaDB() {
 		// Not a failure of the migration: without the procedure (no
 		// CREATE ROUTINE privilege) saves send the compound statement.
-		db.saveProcErr = db.installSaveProcedure(ctx, g)
+		if err := db.installSaveProcedure(ctx, g); err != nil {
+			db.saveProc.Store(&procState{err: err})
+		}
 	}
 	return applied, nil
 }

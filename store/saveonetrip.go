@@ -35,8 +35,9 @@ const compoundMaxBatch = 4
 // ATOMIC, tripText) answered with one row of counts, so the driver waits
 // for one result instead of one per statement (docs/pipeline.md); a
 // batch of one message that procSaves is a CALL of the save procedure
-// (saveproc.go), the same transaction already parsed. A procedure dropped
-// behind the process's back is given up for the compound statement.
+// (saveproc.go), the same transaction already parsed. A procedure the
+// process cannot call (dropped, not allowed) is given up for the
+// compound statement.
 // The bookkeeping assumes every row is inserted, so the INSERT has no
 // conflict clause: a row that conflicts fails it (error 1062), the server
 // runs none of the statements after it, COMMIT included, and the
@@ -90,10 +91,11 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	switch {
 	case errors.Is(err, errSlowPath):
 		return nil, errSlowPath
-	case proc != "" && isMissingProcedure(err):
-		// Dropped behind this process's back: the compound statement from
-		// now on, and this batch statement by statement (nothing ran).
-		r.db.saveProc.Store(nil)
+	case proc != "" && procedureUnusable(err):
+		// The compound statement from now on, and this batch statement by
+		// statement (nothing of the call ran); counted once, under its op.
+		r.db.noteFailure("save_procedure", err)
+		r.db.saveProc.Store(&procState{err: fmt.Errorf("calling %s: %w", proc, err)})
 		return nil, errSlowPath
 	case err != nil:
 		r.db.noteFailure("raw", err)

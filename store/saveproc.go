@@ -23,21 +23,29 @@ import (
 // procedure").
 const saveProcPrefix = "nexo_save_message_"
 
+// procState is what saves know of the save procedure: its name, or ""
+// and why there is none (nil: not MariaDB).
+type procState struct {
+	name string
+	err  error
+}
+
 // SaveProcedure reports the stored procedure one-message saves call, or
-// "" and why none is used: not MariaDB (nil error), or its installation
-// failed (the error; saves then send the compound statement, which
-// needs no privilege beyond the tables').
+// "" and why none is used: not MariaDB (nil error), its installation
+// failed, or a call found it gone or not allowed (the error; saves then
+// send the compound statement, which needs no privilege beyond the
+// tables').
 func (db *DB) SaveProcedure() (string, error) {
 	if p := db.saveProc.Load(); p != nil {
-		return *p, nil
+		return p.name, p.err
 	}
-	return "", db.saveProcErr
+	return "", nil
 }
 
 // saveProcedure is the procedure's name, "" when saves do without it.
 func (db *DB) saveProcedure() string {
 	if p := db.saveProc.Load(); p != nil {
-		return *p
+		return p.name
 	}
 	return ""
 }
@@ -72,7 +80,7 @@ func (db *DB) installSaveProcedure(ctx context.Context, g *gorm.DB) error {
 			return fmt.Errorf("create the save procedure %s: %w", name, err)
 		}
 	}
-	db.saveProc.Store(&name)
+	db.saveProc.Store(&procState{name: name})
 	return nil
 }
 
@@ -217,9 +225,12 @@ func saveCall(name string, m *domain.Message, row *messageRow, now int64) (trip,
 	}
 }
 
-// isMissingProcedure reports MariaDB's "PROCEDURE does not exist" (1305):
-// the save procedure was dropped behind this process's back.
-func isMissingProcedure(err error) bool {
+// procedureUnusable reports the errors of a call that cannot run the
+// procedure at all, before any statement of it: it does not exist (1305:
+// dropped behind this process's back), the user may not execute it (1370:
+// installed by another user, e.g. migrations run as an administrator), or
+// it takes other arguments (1318).
+func procedureUnusable(err error) bool {
 	var me *gomysql.MySQLError
-	return errors.As(err, &me) && me.Number == 1305
+	return errors.As(err, &me) && (me.Number == 1305 || me.Number == 1370 || me.Number == 1318)
 }

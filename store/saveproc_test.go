@@ -194,9 +194,20 @@ func TestDroppedSaveProcedureFallsBack(t *testing.T) {
 }
 
 // TestSaveProcedureNeedsNoPrivilege: a database user without CREATE
-// ROUTINE migrates and saves as before, through the compound statement,
-// and SaveProcedure says why there is no procedure.
+// ROUTINE or EXECUTE, on a database an administrator migrated (so the
+// procedure is there, not the user's to call), migrates and saves as
+// before, through the compound statement, and SaveProcedure says why
+// there is no procedure.
 func TestSaveProcedureNeedsNoPrivilege(t *testing.T) {
+	const tables = "SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, REFERENCES"
+	// The first user cannot see the procedure and fails to create it; the
+	// second sees it (CREATE ROUTINE) and fails to call it (no EXECUTE).
+	for name, grants := range map[string]string{"tables only": tables, "no EXECUTE": tables + ", CREATE ROUTINE"} {
+		t.Run(name, func(t *testing.T) { saveWithoutTheProcedure(t, grants) })
+	}
+}
+
+func saveWithoutTheProcedure(t *testing.T, grants string) {
 	ctx := context.Background()
 	dsn := storetest.MySQLDSN(t)
 	admin, err := store.OpenMySQL(ctx, configs.MySQL{DSN: dsn, MaxOpenConns: 2, MaxIdleConns: 1, ConnMaxLifetime: time.Minute})
@@ -204,6 +215,12 @@ func TestSaveProcedureNeedsNoPrivilege(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = admin.Close() })
+	if _, err := admin.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if name, err := admin.SaveProcedure(); name == "" {
+		t.Fatalf("the administrator's Migrate installed no procedure: %v", err)
+	}
 	cfg, err := gomysql.ParseDSN(dsn)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +228,7 @@ func TestSaveProcedureNeedsNoPrivilege(t *testing.T) {
 	user := storetest.RandomName("nexo_u")
 	for _, q := range []string{
 		"CREATE USER '" + user + "'@'%' IDENTIFIED BY 'pw-" + user + "'",
-		"GRANT SELECT, INSERT, UPDATE, DELETE, CREATE, ALTER, INDEX, DROP, REFERENCES ON `" + cfg.DBName + "`.* TO '" + user + "'@'%'",
+		"GRANT " + grants + " ON `" + cfg.DBName + "`.* TO '" + user + "'@'%'",
 	} {
 		if err := admin.Gorm.Exec(q).Error; err != nil {
 			t.Fatal(err)
@@ -227,13 +244,16 @@ func TestSaveProcedureNeedsNoPrivilege(t *testing.T) {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate without CREATE ROUTINE: %v", err)
 	}
+	repo := store.NewMessageRepo(db)
+	for seq := int64(1); seq <= 2; seq++ {
+		m := textMsg("ann", "bob", fmt.Sprint("n", seq), seq)
+		m.AtUserIDs = nil
+		res, err := repo.SaveBatch(ctx, []domain.Message{m})
+		if err != nil || res[0].Outcome != store.Saved {
+			t.Fatalf("seq %d, saved without the right to the procedure: %+v, %v", seq, res, err)
+		}
+	}
 	if name, err := db.SaveProcedure(); name != "" || err == nil {
 		t.Fatalf("SaveProcedure() = %q, %v; want none, and why", name, err)
-	}
-	m := textMsg("ann", "bob", "n1", 1)
-	m.AtUserIDs = nil
-	res, err := store.NewMessageRepo(db).SaveBatch(ctx, []domain.Message{m})
-	if err != nil || res[0].Outcome != store.Saved {
-		t.Fatalf("save without the procedure: %+v, %v", res, err)
 	}
 }

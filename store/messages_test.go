@@ -334,4 +334,15 @@ func TestSaveBatchLargerThanAPacketOnceEscaped(t *testing.T) {
 	if err != nil || len(got) != 3 || got[2].Content.Text != batch[2].Content.Text {
 		t.Fatalf("read back %d messages, %v", len(got), err)
 	}
+	// One message, no mention: the save procedure's call is what outgrows
+	// the packet.
+	one := textMsg("alice", "bob", "q9", 4)
+	one.AtUserIDs, one.Content.Text = nil, strings.Repeat("'", 40000)
+	if res, err := store.NewMessageRepo(db).SaveBatch(context.Background(), []domain.Message{one}); err != nil || res[0].Outcome != store.Saved {
+		t.Fatalf("one message larger than a packet once escaped: %+v, %v", res, err)
+	}
+	got, err = store.NewMessageRepo(db).Range(context.Background(), one.ConversationID, 4, 4, 10)
+	if err != nil || len(got) != 1 || got[0].Content.Text != one.Content.Text {
+		t.Fatalf("read back %d messages, %v", len(got), err)
+	}
 }

@@ -324,10 +324,12 @@ func (a *App) migrate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	a.log.Info("schema ready", "dialect", a.db.Dialect, "version", store.LatestSchemaVersion(), "applied", applied)
-	if _, err := a.db.SaveProcedure(); err != nil {
+	proc, err := a.db.SaveProcedure()
+	a.log.Info("schema ready", "dialect", a.db.Dialect, "version", store.LatestSchemaVersion(), "applied", applied,
+		"save_procedure", proc)
+	if err != nil {
 		a.log.Warn("one-message saves send a compound statement instead of calling a stored procedure,"+
-			" at more database CPU (grant CREATE ROUTINE to use it; docs/pipeline.md)", "err", err)
+			" at more database CPU (grant CREATE ROUTINE, or EXECUTE when migrations run as another user; docs/deploy.md)", "err", err)
 	}
 	return nil
 }

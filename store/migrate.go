@@ -225,7 +225,9 @@ func (schemaMigrationRow) TableName() string { return "schema_migrations" }
 // Migrate applies every migration newer than the database's version, in
 // order, and returns the versions it applied. Running it again is a no-op.
 // On MySQL, concurrent starts serialize on a named lock (GET_LOCK) so two
-// processes never run the same step at once.
+// processes never run the same step at once. On MariaDB it then installs
+// the save procedure when missing (saveproc.go); failing to is not an
+// error of the migration, and SaveProcedure says why.
 func (db *DB) Migrate(ctx context.Context) ([]int, error) {
 	g := db.Gorm.WithContext(ctx)
 	if db.Dialect == MySQL {
@@ -279,8 +281,6 @@ func (db *DB) Migrate(ctx context.Context) ([]int, error) {
 		applied = append(applied, m.Version)
 	}
 	if db.MariaDB() {
-		// Not a failure of the migration: without the procedure (no
-		// CREATE ROUTINE privilege) saves send the compound statement.
 		if err := db.installSaveProcedure(ctx, g); err != nil {
 			db.saveProc.Store(&procState{err: err})
 		}

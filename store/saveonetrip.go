@@ -50,12 +50,12 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	results := make([]SaveResult, len(msgs))
 	allSaved(rows, results)
 	proc := r.db.saveProcedure()
+	call := proc != "" && len(msgs) == 1 && procSaves(&msgs[0])
 	var t trip
 	var revoked countsCheck
-	if proc != "" && len(msgs) == 1 && procSaves(&msgs[0]) {
+	if call {
 		t, revoked = saveCall(proc, &msgs[0], &rows[0], now)
 	} else {
-		proc = ""
 		t, revoked = r.db.statementsTrip(msgs, rows, results, now)
 	}
 	sqlDB, err := r.db.Gorm.DB()
@@ -91,7 +91,7 @@ func (r *MessageRepo) saveOneTrip(ctx context.Context, msgs []domain.Message, ro
 	switch {
 	case errors.Is(err, errSlowPath):
 		return nil, errSlowPath
-	case proc != "" && procedureUnusable(err):
+	case call && procedureUnusable(err):
 		// The compound statement from now on, and this batch statement by
 		// statement (nothing of the call ran); counted once, under its op.
 		r.db.noteFailure("save_procedure", err)

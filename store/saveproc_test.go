@@ -173,14 +173,8 @@ func TestDroppedSaveProcedureFallsBack(t *testing.T) {
 	if err := db.Gorm.Exec("DROP PROCEDURE " + name).Error; err != nil {
 		t.Fatal(err)
 	}
-	repo := store.NewMessageRepo(db)
 	for seq := int64(1); seq <= 2; seq++ {
-		m := textMsg("ann", "bob", fmt.Sprint("d", seq), seq)
-		m.AtUserIDs = nil
-		res, err := repo.SaveBatch(ctx, []domain.Message{m})
-		if err != nil || res[0].Outcome != store.Saved {
-			t.Fatalf("seq %d with the procedure gone: %+v, %v", seq, res, err)
-		}
+		saveOneMessage(t, db, seq)
 		if now, _ := db.SaveProcedure(); now != "" {
 			t.Fatalf("after seq %d saves still call %q", seq, now)
 		}
@@ -244,16 +238,23 @@ func saveWithoutTheProcedure(t *testing.T, grants string) {
 	if _, err := db.Migrate(ctx); err != nil {
 		t.Fatalf("migrate without CREATE ROUTINE: %v", err)
 	}
-	repo := store.NewMessageRepo(db)
 	for seq := int64(1); seq <= 2; seq++ {
-		m := textMsg("ann", "bob", fmt.Sprint("n", seq), seq)
-		m.AtUserIDs = nil
-		res, err := repo.SaveBatch(ctx, []domain.Message{m})
-		if err != nil || res[0].Outcome != store.Saved {
-			t.Fatalf("seq %d, saved without the right to the procedure: %+v, %v", seq, res, err)
-		}
+		saveOneMessage(t, db, seq)
 	}
 	if name, err := db.SaveProcedure(); name != "" || err == nil {
 		t.Fatalf("SaveProcedure() = %q, %v; want none, and why", name, err)
+	}
+}
+
+// saveOneMessage saves, as a batch of its own, ann's text to bob at seq —
+// a message the save procedure takes (no mention) — and fails the test
+// unless it is saved.
+func saveOneMessage(t *testing.T, db *store.DB, seq int64) {
+	t.Helper()
+	m := textMsg("ann", "bob", fmt.Sprint("m", seq), seq)
+	m.AtUserIDs = nil
+	res, err := store.NewMessageRepo(db).SaveBatch(context.Background(), []domain.Message{m})
+	if err != nil || res[0].Outcome != store.Saved {
+		t.Fatalf("seq %d: %+v, %v", seq, res, err)
 	}
 }

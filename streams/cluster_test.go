@@ -80,7 +80,9 @@ func TestAcceptAndCommitRunOnRedisCluster(t *testing.T) {
 		t.Fatalf("expected CROSSSLOT from keys of two tags, got %v", err)
 	}
 
-	f := newFixtureOn(t, cc, storetest.RandomName("c"), 10)
+	prefix := storetest.RandomName("c")
+	f := newFixtureOn(t, cc, prefix, 10)
+	queue := prefix + ":{search}:index" // another slot than any shard's
 	for i := 0; i < 25; i++ {
 		m := msg("alice", fmt.Sprint("bob", i%5), fmt.Sprint("m", i))
 		route := streams.SaveFirst
@@ -91,6 +93,7 @@ func TestAcceptAndCommitRunOnRedisCluster(t *testing.T) {
 			t.Fatalf("accept on cluster: %v", err)
 		}
 	}
+	appended := 0
 	for shard := 0; shard < f.keys.Shards(); shard++ {
 		in := f.keys.ToSave(shard)
 		if err := streams.EnsureGroup(ctx, cc, in, streams.GroupSave); err != nil {
@@ -116,9 +119,16 @@ func TestAcceptAndCommitRunOnRedisCluster(t *testing.T) {
 			idem = append(idem, streams.IdemSaved{Key: f.keys.Idem(shard, e.Msg.SenderID, e.Msg.ClientMsgID)})
 		}
 		c := streams.Commit{Input: in, Group: streams.GroupSave, Ack: ids, Next: f.keys.ToDeliver(shard), ToNext: next,
-			Dead: f.keys.Dead(shard), MarkSaved: idem}
+			Dead: f.keys.Dead(shard), MarkSaved: idem,
+			Appends: []streams.Append{{Stream: queue, Values: []any{"doc", fmt.Sprint(shard)}}}}
 		if err := c.Apply(ctx, cc); err != nil {
 			t.Fatalf("commit on cluster: %v", err)
 		}
+		appended++
+	}
+	// The appends live in another slot: they went on their own, before
+	// each commit, and every one arrived.
+	if n, err := cc.XLen(ctx, queue).Result(); err != nil || n != int64(appended) || appended == 0 {
+		t.Fatalf("appends on cluster: XLEN %d (%v), want %d", n, err, appended)
 	}
 }

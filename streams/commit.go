@@ -11,18 +11,20 @@ import (
 )
 
 // commitScript ends a stage's work on a batch atomically: check the shard
-// lease's fence (KEYS[4], ARGV[2]: "token:run"; ” skips the check), XADD each
-// output entry to the next stage's stream (KEYS[2]) or the dead-letter
-// stream (KEYS[3]), mark idempotency records saved when they still exist —
-// pointing them at the original message when the entry was a late duplicate
-// —, settle the in-flight marks of the entries' seqs, and XACK the input
-// entries (KEYS[1]). One script, one shard's hash tag: the ack can never be
-// recorded without the output, nor the output twice for one ack, nor either
-// by a consumer whose lease was taken over. ARGV: group, token, n,
-// id1..idn, k, then per output entry: target key index, field count,
-// fields...; m, then per idempotency key (KEYS[5..4+m]): original
-// server_msg_id (” to keep), seq, send_at; then per in-flight key
-// (KEYS[5+m..]): the seq to settle. Fenced out, it changes nothing and
+// lease's fence (KEYS[4], ARGV[2]: "token:run"; empty skips the check), XADD each
+// output entry to the next stage's stream (KEYS[2]), the dead-letter stream
+// (KEYS[3]) or a later stage's queue (Commit.Appends), mark idempotency
+// records saved when they still exist — pointing them at the original
+// message when the entry was a late duplicate —, settle the in-flight marks
+// of the entries' seqs, and XACK the input entries (KEYS[1]). One script:
+// the ack can never be recorded without the output, nor the output twice
+// for one ack, nor either by a consumer whose lease was taken over; an
+// XADD that fails ends the script before the XACK, so the batch is retried.
+// ARGV: group, token, n, id1..idn, k, then per output entry: target key
+// index, field count, fields...; m, then per idempotency key
+// (KEYS[5..4+m]): original server_msg_id (empty to keep), seq, send_at; s,
+// then per in-flight key (KEYS[5+m..4+m+s]): the seq to settle. The
+// appends' streams follow those keys. Fenced out, it changes nothing and
 // answers the error "FENCED".
 var commitScript = redis.NewScript(`
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[4], 'fence') ~= ARGV[2] then
@@ -51,7 +53,8 @@ for j = 5, 4 + m do
   end
   i = i + 3
 end
-for j = 5 + m, #KEYS do
+local s = tonumber(ARGV[i]); i = i + 1
+for j = 5 + m, 4 + m + s do
   redis.call('ZREM', KEYS[j], ARGV[i])
   i = i + 1
 end
@@ -83,6 +86,13 @@ type Commit struct {
 	// Settle removes the in-flight marks of seqs this commit settles for
 	// good (saved, a resolved duplicate, dead-lettered): the save stage.
 	Settle []Settled
+	// Appends are entries for later stages' queues (search, offline push,
+	// webhooks: the save stage's AfterSave hooks), added in the commit's
+	// atomic step, so the batch's acknowledgement costs no round trip of
+	// its own and never happens without them. On Redis Cluster, where they
+	// live in other slots, they are added just before the script, in one
+	// pipelined round trip (AppendAll).
+	Appends []Append
 	// Fence, when set, makes the commit conditional on the shard's lease
 	// still holding this token (see ShardLeases).
 	Fence *Fence
@@ -147,7 +157,14 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 	if fence != nil {
 		fenceKey, token = fence.Key, fence.Value
 	}
-	keys := make([]string, 0, 4+len(c.MarkSaved)+len(c.Settle))
+	appends := c.Appends
+	if _, cluster := rdb.(*redis.ClusterClient); cluster && len(appends) > 0 {
+		if err := AppendAll(ctx, rdb, appends); err != nil {
+			return err
+		}
+		appends = nil
+	}
+	keys := make([]string, 0, 4+len(c.MarkSaved)+len(c.Settle)+len(appends))
 	keys = append(keys, c.Input, next, dead, fenceKey)
 	for _, m := range c.MarkSaved {
 		keys = append(keys, m.Key)
@@ -155,12 +172,12 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 	for _, st := range c.Settle {
 		keys = append(keys, st.Key)
 	}
-	args := make([]any, 0, 6+len(c.Ack)+len(c.ToNext)*14+len(c.ToDead)*14+len(c.MarkSaved)*3+len(c.Settle))
+	args := make([]any, 0, 7+len(c.Ack)+len(c.ToNext)*14+len(c.ToDead)*14+len(appends)*4+len(c.MarkSaved)*3+len(c.Settle))
 	args = append(args, c.Group, token, len(c.Ack))
 	for _, id := range c.Ack {
 		args = append(args, id)
 	}
-	args = append(args, len(c.ToNext)+len(c.ToDead))
+	args = append(args, len(c.ToNext)+len(c.ToDead)+len(appends))
 	for i := range c.ToNext {
 		f := entryArgs(&c.ToNext[i])
 		args = append(args, 2, len(f))
@@ -175,10 +192,16 @@ func (c Commit) Apply(ctx context.Context, rdb redis.UniversalClient) error {
 		args = append(args, 3, strconv.Itoa(len(f)))
 		args = append(args, f...)
 	}
+	for _, a := range appends {
+		keys = append(keys, a.Stream)
+		args = append(args, len(keys), len(a.Values))
+		args = append(args, a.Values...)
+	}
 	args = append(args, len(c.MarkSaved))
 	for _, m := range c.MarkSaved {
 		args = append(args, m.ServerMsgID, m.Seq, m.SendAt)
 	}
+	args = append(args, len(c.Settle))
 	for _, st := range c.Settle {
 		args = append(args, st.Seq)
 	}

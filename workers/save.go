@@ -34,12 +34,14 @@ type AllocatorRetirer interface {
 }
 
 // AfterSave hears of the messages of a batch once they are in the
-// database and before the batch is acknowledged (webhook after_send,
-// group_changed, offline push): it must only enqueue (one Redis round
-// trip). An error retries the batch, so it hears of every message at least
-// once; fresh[i] is false for a message saved before (a redelivery).
+// database and before the batch is acknowledged (search, offline push,
+// webhook after_send and group_changed, media references) and returns the
+// entries to add to later stages' queues: the batch's commit adds them in
+// its atomic step (streams.Commit.Appends). An error retries the batch, so
+// it hears of every message at least once; fresh[i] is false for a message
+// saved before (a redelivery).
 type AfterSave interface {
-	AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error
+	AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) ([]streams.Append, error)
 }
 
 // SavedDeliverer pushes saved save-first messages from the save stage
@@ -220,19 +222,21 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 	if len(savedIDs) > 0 {
 		h.accepts.Saved(shard, savedIDs)
 	}
-	// The push first: the hooks only enqueue for later stages (search,
-	// offline push, webhooks), and their round trips would otherwise be
-	// part of every delivery's latency. A hook that fails retries the batch
-	// as a failed commit does, after the push either way.
+	// The push first: a hook may still make a round trip (media
+	// references), which would otherwise be part of every delivery's
+	// latency. A hook that fails retries the batch as a failed commit does,
+	// after the push either way.
 	if h.deliver != nil {
 		commit.ToNext = h.deliver.DeliverSaved(ctx, shard, commit.ToNext)
 	}
 	if len(saved) > 0 {
-		if err := h.after.AfterSave(ctx, saved, fresh); err != nil {
+		appends, err := h.after.AfterSave(ctx, saved, fresh)
+		if err != nil {
 			return fmt.Errorf("save: after-save events of %d messages: %w", len(saved), err)
 		}
+		commit.Appends = appends
 	}
-	if len(commit.Ack) > 0 {
+	if len(commit.Ack) > 0 || len(commit.Appends) > 0 {
 		if err := commit.Apply(ctx, h.rdb); err != nil {
 			h.metrics.PublishFailures.WithLabelValues("save").Inc()
 			return fmt.Errorf("save: commit %d entries: %w", len(commit.Ack), err)

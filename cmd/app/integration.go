@@ -85,13 +85,6 @@ func (h webhooks) workerAfter() workers.AfterSave {
 	return h.emitter
 }
 
-func (h webhooks) chatAfter() chat.AfterSave {
-	if h.emitter == nil {
-		return nil
-	}
-	return h.emitter
-}
-
 func (h webhooks) beforeSend() chat.SendHook {
 	if h.before == nil {
 		return nil

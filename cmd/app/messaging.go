@@ -89,11 +89,13 @@ func (a *App) buildMessaging(ctx context.Context) error {
 		return err
 	}
 	a.search = searchSvc
-	pushHook := a.pushHook()
 	mediaParts, err := a.buildMedia(ctx)
 	if err != nil {
 		return err
 	}
+	// What the save stage's commit adds for later stages (and the
+	// synchronous send adds itself): search, push, webhooks, media refs.
+	after := joinAfter(hooks.workerAfter(), indexHook, a.pushHook(), mediaParts.afterSave())
 	groupRepo := store.NewGroupRepo(a.db)
 	groupCache := store.NewGroupCache(a.rdb, a.keys, a.cfg.Group.MemberCacheTTL)
 	members := group.NewMembers(groupRepo, groupCache, a.cfg.Group, a.metrics, a.log) // send check and visibility bounds
@@ -105,7 +107,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	deliver := workers.NewDeliverHandler(workers.DeliverDeps{Keys: keys, Redis: a.rdb, Pusher: pusher, Groups: groupFanout, Filter: noPush, Metrics: m, Log: a.log, Audit: audit})
 	save := workers.NewSaveHandler(workers.SaveDeps{
 		Keys: keys, Redis: a.rdb, Messages: msgs, Seqs: seqs, Allocator: accepter, Accepts: accepter, Pusher: pusher,
-		Metrics: m, Log: a.log, After: joinAfter(hooks.workerAfter(), indexHook, pushHook, mediaParts.afterSave()),
+		Metrics: m, Log: a.log, After: after,
 		BatchWait: a.cfg.Save.BatchWait, BatchSize: a.cfg.Save.BatchSize, DeadSenders: deadSenders,
 		Deliver: deliver, // saved messages skip to_deliver (docs/pipeline.md)
 	})
@@ -190,7 +192,7 @@ func (a *App) buildMessaging(ctx context.Context) error {
 	svc := chat.NewService(chat.Deps{
 		Mode: a.mode, Msg: a.cfg.Msg, Accepter: accepter, Saver: msgs, Leaser: seqs, Users: a.users,
 		Groups: members, Fanout: fanout, Originals: msgs, Records: accepter, Log: a.log, Audit: audit, Registry: a.metrics,
-		Hook: hooks.beforeSend(), After: joinAfter(hooks.chatAfter(), indexHook, pushHook, mediaParts.afterSave()), DeadSenders: deadSenders,
+		Hook: hooks.beforeSend(), After: chatAfter(after, a.rdb), DeadSenders: deadSenders,
 		DM: a.dmGate, Words: a.words, Quotes: puller, Objects: mediaParts.objects(),
 	})
 	routes.NewChat(svc, puller, a.cfg.HTTP.MaxBodyBytes, a.userLimit, a.log).Register(a.server, a.ws)

@@ -18,7 +18,7 @@ func (a *App) pushHook() afterSave {
 	if !a.pushActive() {
 		return nil
 	}
-	return push.NewEnqueuer(a.rdb, push.NewKeys(a.cfg.Redis.KeyPrefix))
+	return push.NewEnqueuer(push.NewKeys(a.cfg.Redis.KeyPrefix))
 }
 
 // pushActive: push.enabled and a provider is configured (the embedded

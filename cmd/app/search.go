@@ -3,31 +3,40 @@ package app
 import (
 	"context"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/gateway/limits"
 	"github.com/nexo-im/nexo/gateway/routes"
+	"github.com/nexo-im/nexo/services/chat"
 	"github.com/nexo-im/nexo/services/search"
 	"github.com/nexo-im/nexo/store"
+	"github.com/nexo-im/nexo/streams"
 )
 
-// afterSave is the hook the save stage and the synchronous send call once
-// messages are saved (workers.AfterSave, chat.AfterSave).
+// afterSave is a hook the save stage calls once messages are saved
+// (workers.AfterSave): it returns the entries for later stages' queues
+// that the batch's commit adds.
 type afterSave interface {
-	AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error
+	AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) ([]streams.Append, error)
 }
 
-// afterSaves calls each hook in turn; the first error stops it (the save
-// is retried, and every hook hears of its messages at least once).
+// afterSaves calls each hook in turn and returns all their entries; the
+// first error stops it (the save is retried, and every hook hears of its
+// messages at least once).
 type afterSaves []afterSave
 
 // AfterSave implements afterSave.
-func (l afterSaves) AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error {
+func (l afterSaves) AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) ([]streams.Append, error) {
+	var out []streams.Append
 	for _, h := range l {
-		if err := h.AfterSave(ctx, msgs, fresh); err != nil {
-			return err
+		apps, err := h.AfterSave(ctx, msgs, fresh)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, apps...)
 	}
-	return nil
+	return out, nil
 }
 
 // joinAfter returns the hooks that are set as one (nil when none is).
@@ -45,6 +54,31 @@ func joinAfter(hooks ...afterSave) afterSave {
 		return l[0]
 	}
 	return l
+}
+
+// syncAfter runs the hooks for the synchronous send (chat.AfterSave),
+// which has no commit to carry their entries: it adds them itself, in one
+// pipelined round trip.
+type syncAfter struct {
+	hook afterSave
+	rdb  redis.UniversalClient
+}
+
+// chatAfter returns hook for the synchronous path (nil when hook is).
+func chatAfter(hook afterSave, rdb redis.UniversalClient) chat.AfterSave {
+	if hook == nil {
+		return nil
+	}
+	return syncAfter{hook: hook, rdb: rdb}
+}
+
+// AfterSave implements chat.AfterSave.
+func (s syncAfter) AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error {
+	apps, err := s.hook.AfterSave(ctx, msgs, fresh)
+	if err != nil {
+		return err
+	}
+	return streams.AppendAll(ctx, s.rdb, apps)
 }
 
 // buildSearch prepares message search when search.enabled: the search
@@ -65,7 +99,7 @@ func (a *App) buildSearch(ctx context.Context) (*search.Service, afterSave, erro
 	}
 	a.add(component{name: "search indexer", run: indexer.Run})
 	a.log.Info("message search enabled", "backend", repo.Backend())
-	return search.NewService(repo, a.cfg.Search.Timeout), search.NewEnqueuer(a.rdb, keys), nil
+	return search.NewService(repo, a.cfg.Search.Timeout), search.NewEnqueuer(keys), nil
 }
 
 // registerSearch mounts the search routes (nothing when svc is nil).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/services/chat"
+	"github.com/nexo-im/nexo/streams"
 )
 
 var _ chat.Objects = (*Service)(nil)
@@ -66,8 +67,10 @@ func (s *Service) Attach(ctx context.Context, sender, conversationID string, msg
 // AfterSave records which saved messages carry which objects (the save
 // stage's and the synchronous send's hook): access to an object follows
 // the visibility of those messages, and the cleaner keeps what they carry.
-// Idempotent: a message saved again records nothing new.
-func (s *Service) AfterSave(ctx context.Context, msgs []domain.Message, _ []bool) error {
+// Idempotent: a message saved again records nothing new. It writes the
+// references itself (a database error retries the save batch) and adds
+// nothing to any queue.
+func (s *Service) AfterSave(ctx context.Context, msgs []domain.Message, _ []bool) ([]streams.Append, error) {
 	for i := range msgs {
 		id := chat.ObjectIDOf(&msgs[i])
 		if id == "" {
@@ -75,8 +78,8 @@ func (s *Service) AfterSave(ctx context.Context, msgs []domain.Message, _ []bool
 		}
 		m := &msgs[i]
 		if err := s.repo.AddRef(ctx, domain.ObjectRef{ObjectID: id, ConversationID: m.ConversationID, Seq: m.Seq, ServerMsgID: m.ServerMsgID}); err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return nil, nil
 }

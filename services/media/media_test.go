@@ -281,7 +281,7 @@ func TestAccessMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 		const conv = "sg_g1"
-		if err := e.svc.AfterSave(ctx, []domain.Message{{ConversationID: conv, Seq: 5, ServerMsgID: "m5", MsgType: domain.MsgPicture,
+		if _, err := e.svc.AfterSave(ctx, []domain.Message{{ConversationID: conv, Seq: 5, ServerMsgID: "m5", MsgType: domain.MsgPicture,
 			Content: domain.Content{Image: `{"object_id":"` + o.ObjectID + `"}`}}}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -305,7 +305,7 @@ func TestAccessMatrix(t *testing.T) {
 		}
 		// The same object forwarded in another message stays readable
 		// there: recalling one message breaks no other.
-		if err := e.svc.AfterSave(ctx, []domain.Message{{ConversationID: conv, Seq: 9, ServerMsgID: "m9", MsgType: domain.MsgPicture,
+		if _, err := e.svc.AfterSave(ctx, []domain.Message{{ConversationID: conv, Seq: 9, ServerMsgID: "m9", MsgType: domain.MsgPicture,
 			Content: domain.Content{Image: `{"object_id":"` + o.ObjectID + `"}`}}}, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -393,7 +393,7 @@ func TestAttachRules(t *testing.T) {
 		if _, err := e.svc.Attach(ctx, "bob", conv, domain.MsgPicture, img.ObjectID); !isKind(err, domain.ErrObjectAccessDenied) {
 			t.Fatalf("bob sends alice's unsent object: %v", err)
 		}
-		_ = e.svc.AfterSave(ctx, []domain.Message{{ConversationID: conv, Seq: 1, MsgType: domain.MsgPicture,
+		_, _ = e.svc.AfterSave(ctx, []domain.Message{{ConversationID: conv, Seq: 1, MsgType: domain.MsgPicture,
 			Content: domain.Content{Image: `{"object_id":"` + img.ObjectID + `"}`}}}, nil)
 		if _, err := e.svc.Attach(ctx, "bob", conv, domain.MsgPicture, img.ObjectID); err != nil {
 			t.Fatalf("bob forwards it within the conversation: %v", err)
@@ -438,7 +438,7 @@ func TestCleaner(t *testing.T) {
 		if _, err := store.NewMessageRepo(e.db).SaveBatch(ctx, msgs); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.svc.AfterSave(ctx, msgs, nil); err != nil {
+		if _, err := e.svc.AfterSave(ctx, msgs, nil); err != nil {
 			t.Fatal(err)
 		}
 		for _, seq := range []int64{2, 3} {
@@ -592,7 +592,7 @@ func TestCleanerAfterRetentionAndErasure(t *testing.T) {
 	if _, err := store.NewMessageRepo(e.db).SaveBatch(ctx, msgs); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.svc.AfterSave(ctx, msgs, nil); err != nil {
+	if _, err := e.svc.AfterSave(ctx, msgs, nil); err != nil {
 		t.Fatal(err)
 	}
 	cleaner := media.NewCleaner(e.svc, store.NewLease(rdb, store.Keys{Prefix: prefix}, "objects-cleaner"), "a")
@@ -668,7 +668,7 @@ func TestEraseOwner(t *testing.T) {
 	if _, err := store.NewMessageRepo(e.db).SaveBatch(ctx, []domain.Message{msg}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.svc.AfterSave(ctx, []domain.Message{msg}, nil); err != nil {
+	if _, err := e.svc.AfterSave(ctx, []domain.Message{msg}, nil); err != nil {
 		t.Fatal(err)
 	}
 	n, err := e.svc.EraseOwner(ctx, "ann")

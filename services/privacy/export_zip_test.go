@@ -79,7 +79,7 @@ func (e *mediaEnv) send(t *testing.T, from, to string, msgType domain.MsgType, o
 	if _, err := store.NewMessageRepo(e.db).SaveBatch(ctx, []domain.Message{m}); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.media.AfterSave(ctx, []domain.Message{m}, nil); err != nil {
+	if _, err := e.media.AfterSave(ctx, []domain.Message{m}, nil); err != nil {
 		t.Fatal(err)
 	}
 	return e.seq

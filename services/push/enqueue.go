@@ -7,9 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/redis/go-redis/v9"
-
 	"github.com/nexo-im/nexo/domain"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // Keys are the push streams and keys, all under one hash tag so a stage's
@@ -98,26 +97,25 @@ func savedOf(m *domain.Message, now int64) (savedMsg, bool) {
 }
 
 // Enqueuer is the save stage's AfterSave hook (and the synchronous
-// path's): it appends each saved message that may notify to the saved
-// stream in one pipelined round trip, and nothing else, so the save never
-// waits for a provider.
+// path's): it makes the saved stream's entry of each saved message that
+// may notify, which the save's commit adds (streams.Commit.Appends), so
+// the save never waits for a provider.
 type Enqueuer struct {
-	rdb  redis.UniversalClient
 	keys Keys
 	now  func() time.Time
 }
 
 // NewEnqueuer returns the hook.
-func NewEnqueuer(rdb redis.UniversalClient, keys Keys) *Enqueuer {
-	return &Enqueuer{rdb: rdb, keys: keys, now: time.Now}
+func NewEnqueuer(keys Keys) *Enqueuer {
+	return &Enqueuer{keys: keys, now: time.Now}
 }
 
-// AfterSave implements the save stage's and chat's AfterSave: an error
-// (Redis) retries the save batch, so every saved message is enqueued at
-// least once; the resolve stage resolves each once (a done mark).
-func (e *Enqueuer) AfterSave(ctx context.Context, msgs []domain.Message, _ []bool) error {
+// AfterSave implements the save stage's AfterSave: one saved-stream entry
+// per message that may notify. An error (encoding) retries the save batch;
+// the resolve stage resolves an entry added twice once (a done mark).
+func (e *Enqueuer) AfterSave(_ context.Context, msgs []domain.Message, _ []bool) ([]streams.Append, error) {
 	now := e.now().UnixMilli()
-	var bodies [][]byte
+	var out []streams.Append
 	for i := range msgs {
 		s, ok := savedOf(&msgs[i], now)
 		if !ok {
@@ -125,21 +123,9 @@ func (e *Enqueuer) AfterSave(ctx context.Context, msgs []domain.Message, _ []boo
 		}
 		b, err := json.Marshal(s)
 		if err != nil {
-			return fmt.Errorf("encode push entry: %w", err)
+			return nil, fmt.Errorf("encode push entry: %w", err)
 		}
-		bodies = append(bodies, b)
+		out = append(out, streams.Append{Stream: e.keys.Saved, Values: []any{savedField, b}})
 	}
-	if len(bodies) == 0 {
-		return nil
-	}
-	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, b := range bodies {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: e.keys.Saved, Values: []any{savedField, b}})
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("enqueue %d messages for push: %w", len(bodies), err)
-	}
-	return nil
+	return out, nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store"
 	"github.com/nexo-im/nexo/store/storetest"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // --- fakes of the collaborators that are not push's own.
@@ -130,7 +131,7 @@ func newHarness(t *testing.T, cfg configs.Push) *harness {
 		Endpoint: h.apns.srv.URL, Concurrency: 4}
 	enabled := map[string]bool{ProviderFCM: true, ProviderAPNs: true, ProviderWebPush: true}
 	h.svc = NewService(repo, h.cfg, enabled, pub)
-	h.enq = NewEnqueuer(rdb, h.keys)
+	h.enq = NewEnqueuer(h.keys)
 	t.Cleanup(func() {
 		h.stop()
 		h.web.checkNoErrors()
@@ -220,7 +221,12 @@ func (h *harness) save(msgs ...domain.Message) {
 			m.SendAt = time.Now().UnixMilli()
 		}
 	}
-	if err := h.enq.AfterSave(context.Background(), msgs, nil); err != nil {
+	// What the save stage's commit adds (streams.Commit.Appends).
+	apps, err := h.enq.AfterSave(context.Background(), msgs, nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	if err := streams.AppendAll(context.Background(), h.rdb, apps); err != nil {
 		h.t.Fatal(err)
 	}
 }

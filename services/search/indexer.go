@@ -32,24 +32,24 @@ func NewKeys(prefix string) Keys {
 }
 
 // Enqueuer is the save stage's AfterSave hook (and the synchronous
-// path's): it appends the searchable part of each saved message to the
-// index stream in one pipelined round trip, and nothing else, so the save
-// does not wait for the index.
+// path's): it makes the index stream's entry of each saved message's
+// searchable part, which the save's commit adds (streams.Commit.Appends),
+// so the save waits neither for the index nor for a round trip of its own.
 type Enqueuer struct {
-	rdb  redis.UniversalClient
 	keys Keys
 }
 
 // NewEnqueuer returns the hook.
-func NewEnqueuer(rdb redis.UniversalClient, keys Keys) *Enqueuer {
-	return &Enqueuer{rdb: rdb, keys: keys}
+func NewEnqueuer(keys Keys) *Enqueuer {
+	return &Enqueuer{keys: keys}
 }
 
-// AfterSave implements the save stage's and chat's AfterSave: an error
-// (Redis) retries the save batch, so every saved message is enqueued at
-// least once; a redelivered one is indexed once (store.SearchRepo.Index).
-func (e *Enqueuer) AfterSave(ctx context.Context, msgs []domain.Message, _ []bool) error {
-	var docs [][]byte
+// AfterSave implements the save stage's AfterSave: one index entry per
+// searchable message (DocOf). An error (encoding) retries the save batch;
+// an entry added twice (a redelivered batch) is indexed once
+// (store.SearchRepo.Index).
+func (e *Enqueuer) AfterSave(_ context.Context, msgs []domain.Message, _ []bool) ([]streams.Append, error) {
+	var out []streams.Append
 	for i := range msgs {
 		d, ok := DocOf(&msgs[i])
 		if !ok {
@@ -57,23 +57,11 @@ func (e *Enqueuer) AfterSave(ctx context.Context, msgs []domain.Message, _ []boo
 		}
 		b, err := json.Marshal(docJSON(d))
 		if err != nil {
-			return fmt.Errorf("encode search doc: %w", err)
+			return nil, fmt.Errorf("encode search doc: %w", err)
 		}
-		docs = append(docs, b)
+		out = append(out, streams.Append{Stream: e.keys.Index, Values: []any{docField, b}})
 	}
-	if len(docs) == 0 {
-		return nil
-	}
-	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, b := range docs {
-			p.XAdd(ctx, &redis.XAddArgs{Stream: e.keys.Index, Values: []any{docField, b}})
-		}
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("enqueue %d messages for search: %w", len(docs), err)
-	}
-	return nil
+	return out, nil
 }
 
 // indexDoc is store.SearchDoc on the index stream.

@@ -20,6 +20,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/store/storetest"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // TestBatchesGroupByURLInStreamOrder: a request carries at most
@@ -105,7 +106,11 @@ func TestBatchedDeliveryIsSignedAndAtLeastOnce(t *testing.T) {
 	if err := d.EnsureGroup(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewEmitter(rdb, keys, "", cfg, nil, log).AfterSave(ctx, msgs, nil); err != nil {
+	apps, err := NewEmitter(rdb, keys, "", cfg, nil, log).AfterSave(ctx, msgs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := streams.AppendAll(ctx, rdb, apps); err != nil {
 		t.Fatal(err)
 	}
 	stopped := make(chan struct{})

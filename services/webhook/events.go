@@ -13,6 +13,7 @@ import (
 	"github.com/nexo-im/nexo/configs"
 	"github.com/nexo-im/nexo/domain"
 	"github.com/nexo-im/nexo/services/chat"
+	"github.com/nexo-im/nexo/streams"
 )
 
 // Keys names the event stream and its dead-letter stream. Both carry the
@@ -92,26 +93,30 @@ func (e *Emitter) SetOffline(o Offline) { e.offline = o }
 // Enabled reports whether event is sent.
 func (e *Emitter) Enabled(event string) bool { return e.enabled[event] }
 
+// appends are the events stream's entries of events.
+func (e *Emitter) appends(events []EventJSON) ([]streams.Append, error) {
+	out := make([]streams.Append, 0, len(events))
+	for _, ev := range events {
+		body, err := json.Marshal(ev)
+		if err != nil {
+			return nil, fmt.Errorf("encode %s: %w", ev.Event, err)
+		}
+		values := []any{"event", ev.Event, "id", ev.ID, "body", body}
+		if e.instance != "" {
+			values = append(values, "instance_id", e.instance)
+		}
+		out = append(out, streams.Append{Stream: e.keys.Events, Values: values})
+	}
+	return out, nil
+}
+
 // xadd appends events in one pipelined round trip.
 func (e *Emitter) xadd(ctx context.Context, events []EventJSON) error {
-	if len(events) == 0 {
-		return nil
-	}
-	_, err := e.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for _, ev := range events {
-			body, err := json.Marshal(ev)
-			if err != nil {
-				return fmt.Errorf("encode %s: %w", ev.Event, err)
-			}
-			values := []any{"event", ev.Event, "id", ev.ID, "body", body}
-			if e.instance != "" {
-				values = append(values, "instance_id", e.instance)
-			}
-			p.XAdd(ctx, &redis.XAddArgs{Stream: e.keys.Events, Values: values})
-		}
-		return nil
-	})
+	apps, err := e.appends(events)
 	if err != nil {
+		return err
+	}
+	if err := streams.AppendAll(ctx, e.rdb, apps); err != nil {
 		return fmt.Errorf("append %d webhook events: %w", len(events), err)
 	}
 	return nil
@@ -135,11 +140,13 @@ func (e *Emitter) EmitWithID(ctx context.Context, event, id string, data any) er
 	return e.xadd(ctx, []EventJSON{{Event: event, ID: id, TS: time.Now().UnixMilli(), Data: data}})
 }
 
-// AfterSave implements chat.AfterSave and the save stage's hook: after_send
-// for user messages, group_changed for group notifications, and offline
-// push for fresh ones. An error (Redis) makes the save stage retry the
-// batch, so an event is appended at least once per saved message.
-func (e *Emitter) AfterSave(ctx context.Context, msgs []domain.Message, fresh []bool) error {
+// AfterSave implements the save stage's AfterSave: it returns the events
+// stream's after_send entries for user messages and group_changed entries
+// for group notifications, which the save's commit adds, and hands fresh
+// messages to offline push. An error (encoding) makes the save stage retry
+// the batch, so an event is appended at least once per saved message; its
+// ID (the event and the server_msg_id) lets a receiver drop a repeat.
+func (e *Emitter) AfterSave(_ context.Context, msgs []domain.Message, fresh []bool) ([]streams.Append, error) {
 	var events []EventJSON
 	var push []domain.Message
 	for i := range msgs {
@@ -165,13 +172,14 @@ func (e *Emitter) AfterSave(ctx context.Context, msgs []domain.Message, fresh []
 			push = append(push, *m)
 		}
 	}
-	if err := e.xadd(ctx, events); err != nil {
-		return err
+	apps, err := e.appends(events)
+	if err != nil {
+		return nil, err
 	}
 	if len(push) > 0 {
 		e.offline.Add(push)
 	}
-	return nil
+	return apps, nil
 }
 
 // UserOnline implements presence.Events.

@@ -11,21 +11,21 @@ import (
 )
 
 // commitScript ends a stage's work on a batch atomically: check the shard
-// lease's fence (KEYS[4], ARGV[2]: "token:run"; empty skips the check), XADD each
-// output entry to the next stage's stream (KEYS[2]), the dead-letter stream
-// (KEYS[3]) or a later stage's queue (Commit.Appends), mark idempotency
-// records saved when they still exist — pointing them at the original
-// message when the entry was a late duplicate —, settle the in-flight marks
-// of the entries' seqs, and XACK the input entries (KEYS[1]). One script:
-// the ack can never be recorded without the output, nor the output twice
-// for one ack, nor either by a consumer whose lease was taken over; an
-// XADD that fails ends the script before the XACK, so the batch is retried.
-// ARGV: group, token, n, id1..idn, k, then per output entry: target key
-// index, field count, fields...; m, then per idempotency key
-// (KEYS[5..4+m]): original server_msg_id (empty to keep), seq, send_at; s,
-// then per in-flight key (KEYS[5+m..4+m+s]): the seq to settle. The
-// appends' streams follow those keys. Fenced out, it changes nothing and
-// answers the error "FENCED".
+// lease's fence (KEYS[4], ARGV[2]: "token:run"; empty skips the check),
+// XADD each output entry to the next stage's stream (KEYS[2]), the
+// dead-letter stream (KEYS[3]) or a later stage's queue (Commit.Appends),
+// mark idempotency records saved when they still exist — pointing them at
+// the original message when the entry was a late duplicate —, settle the
+// in-flight marks of the entries' seqs, and XACK the input entries
+// (KEYS[1]). One script: the ack can never be recorded without the output,
+// nor the output twice for one ack, nor either by a consumer whose lease
+// was taken over; an XADD that fails ends the script before the XACK, so
+// the batch is retried. ARGV: group, token, n, id1..idn, k, then per
+// output entry: target key index, field count, fields...; m, then per
+// idempotency key (KEYS[5..4+m]): original server_msg_id (empty to keep),
+// seq, send_at; s, then per in-flight key (KEYS[5+m..4+m+s]): the seq to
+// settle. The appends' streams follow those keys. Fenced out, it changes
+// nothing and answers the error "FENCED".
 var commitScript = redis.NewScript(`
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[4], 'fence') ~= ARGV[2] then
   return redis.error_reply('FENCED shard lease lost')

@@ -61,8 +61,9 @@ type SavedAccepts interface {
 // shard's to_save stream in one transaction, pushes save-first entries to
 // their recipients (SaveDeps.Deliver; without it, or for the entries it
 // returns, they are forwarded to to_deliver), then in one atomic Redis step
-// forwards, marks idempotency records saved and acknowledges the batch, and
-// only then pushes ACK(saved).
+// forwards, adds the after-save hooks' queue entries, marks idempotency
+// records saved and acknowledges the batch, and only then pushes
+// ACK(saved).
 type SaveHandler struct {
 	keys      streams.Keys
 	rdb       redis.UniversalClient

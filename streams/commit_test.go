@@ -65,71 +65,83 @@ func TestCommitMarksOnlyRecordsThatStillExist(t *testing.T) {
 	}
 }
 
-// readOne adds one entry to shard's to_save and reads it into the save
-// group, as a save stage would; it returns the entry's ID.
-func readOne(ctx context.Context, t *testing.T, rdb redis.UniversalClient, in string) string {
+// readBatch is one entry of shard's to_save read into the save group, as a
+// save stage reads it, and its seq's in-flight mark (seq 1 of si_a_b), as
+// the accept step leaves them: what a save commit settles.
+type readBatch struct {
+	rdb    redis.UniversalClient
+	prefix string
+	in, id string // the stream and the entry's ID
+	pend   string // the in-flight key
+}
+
+func newReadBatch(ctx context.Context, t *testing.T, shard int) readBatch {
 	t.Helper()
-	if err := streams.EnsureGroup(ctx, rdb, in, streams.GroupSave); err != nil {
+	rdb, prefix := storetest.Redis(t)
+	keys := streams.NewKeys(prefix, 4)
+	b := readBatch{rdb: rdb, prefix: prefix, in: keys.ToSave(shard), pend: keys.InFlight(shard, "si_a_b")}
+	if err := streams.EnsureGroup(ctx, rdb, b.in, streams.GroupSave); err != nil {
 		t.Fatal(err)
 	}
-	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: in, Values: []any{"seq", "1"}}).Err(); err != nil {
+	if err := rdb.XAdd(ctx, &redis.XAddArgs{Stream: b.in, Values: []any{"seq", "1"}}).Err(); err != nil {
 		t.Fatal(err)
 	}
 	res, err := rdb.XReadGroup(ctx, &redis.XReadGroupArgs{Group: streams.GroupSave, Consumer: "c1",
-		Streams: []string{in, ">"}, Count: 1, Block: -1}).Result()
+		Streams: []string{b.in, ">"}, Count: 1, Block: -1}).Result()
 	if err != nil || len(res) != 1 || len(res[0].Messages) != 1 {
 		t.Fatalf("read the entry: %v, %v", res, err)
 	}
-	return res[0].Messages[0].ID
+	b.id = res[0].Messages[0].ID
+	if err := rdb.ZAdd(ctx, b.pend, redis.Z{Score: 1, Member: "1"}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
-// pendingOf is the number of the save group's pending entries of in.
-func pendingOf(ctx context.Context, t *testing.T, rdb redis.UniversalClient, in string) int64 {
+// commit is the save commit of the batch with appends.
+func (b readBatch) commit(appends ...streams.Append) streams.Commit {
+	return streams.Commit{Input: b.in, Group: streams.GroupSave, Ack: []string{b.id},
+		Settle: []streams.Settled{{Key: b.pend, Seq: 1}}, Appends: appends}
+}
+
+// left is how many of the batch's entries are still pending and how many
+// in-flight marks are left.
+func (b readBatch) left(ctx context.Context, t *testing.T) (pending, marks int64) {
 	t.Helper()
-	p, err := rdb.XPending(ctx, in, streams.GroupSave).Result()
+	p, err := b.rdb.XPending(ctx, b.in, streams.GroupSave).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.Count
+	n, err := b.rdb.ZCard(ctx, b.pend).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p.Count, n
 }
 
 // TestCommitAddsAppendsWithItsAck: a commit's Appends (later stages'
 // queues) are added in the step that acknowledges the batch and settles
 // its seqs, each with its fields, in order.
 func TestCommitAddsAppendsWithItsAck(t *testing.T) {
-	rdb, prefix := storetest.Redis(t)
-	keys := streams.NewKeys(prefix, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	const shard = 2
-	in := keys.ToSave(shard)
-	id := readOne(ctx, t, rdb, in)
-	pend := keys.InFlight(shard, "si_a_b")
-	if err := rdb.ZAdd(ctx, pend, redis.Z{Score: 1, Member: "1"}).Err(); err != nil {
+	b := newReadBatch(ctx, t, 2)
+	search, push := b.prefix+":{search}:index", b.prefix+":{push}:saved"
+	c := b.commit(
+		streams.Append{Stream: search, Values: []any{"doc", []byte(`{"s":1}`)}},
+		streams.Append{Stream: push, Values: []any{"msg", "m1"}},
+		streams.Append{Stream: search, Values: []any{"doc", `{"s":2}`}})
+	if err := c.Apply(ctx, b.rdb); err != nil {
 		t.Fatal(err)
 	}
-	search, push := prefix+":{search}:index", prefix+":{push}:saved"
-	c := streams.Commit{Input: in, Group: streams.GroupSave, Ack: []string{id},
-		Settle: []streams.Settled{{Key: pend, Seq: 1}},
-		Appends: []streams.Append{
-			{Stream: search, Values: []any{"doc", []byte(`{"s":1}`)}},
-			{Stream: push, Values: []any{"msg", "m1"}},
-			{Stream: search, Values: []any{"doc", `{"s":2}`}},
-		}}
-	if err := c.Apply(ctx, rdb); err != nil {
-		t.Fatal(err)
+	if pending, marks := b.left(ctx, t); pending != 0 || marks != 0 {
+		t.Fatalf("after the commit: %d entries pending, %d in-flight marks left; want none", pending, marks)
 	}
-	if n := pendingOf(ctx, t, rdb, in); n != 0 {
-		t.Fatalf("%d entries still pending after the commit", n)
-	}
-	if n, err := rdb.ZCard(ctx, pend).Result(); err != nil || n != 0 {
-		t.Fatalf("in-flight mark not settled: %d (%v)", n, err)
-	}
-	got, err := rdb.XRange(ctx, search, "-", "+").Result()
+	got, err := b.rdb.XRange(ctx, search, "-", "+").Result()
 	if err != nil || len(got) != 2 || got[0].Values["doc"] != `{"s":1}` || got[1].Values["doc"] != `{"s":2}` {
 		t.Fatalf("search queue holds %v (%v), want the two docs in order", got, err)
 	}
-	if got, err := rdb.XRange(ctx, push, "-", "+").Result(); err != nil || len(got) != 1 || got[0].Values["msg"] != "m1" {
+	if got, err := b.rdb.XRange(ctx, push, "-", "+").Result(); err != nil || len(got) != 1 || got[0].Values["msg"] != "m1" {
 		t.Fatalf("push queue holds %v (%v), want m1", got, err)
 	}
 }
@@ -139,31 +151,18 @@ func TestCommitAddsAppendsWithItsAck(t *testing.T) {
 // settling: the batch stays pending and is retried, so a later stage never
 // misses a message whose batch was acknowledged.
 func TestCommitWithAFailingAppendAcksNothing(t *testing.T) {
-	rdb, prefix := storetest.Redis(t)
-	keys := streams.NewKeys(prefix, 4)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	const shard = 3
-	in := keys.ToSave(shard)
-	id := readOne(ctx, t, rdb, in)
-	pend := keys.InFlight(shard, "si_a_b")
-	if err := rdb.ZAdd(ctx, pend, redis.Z{Score: 1, Member: "1"}).Err(); err != nil {
+	b := newReadBatch(ctx, t, 3)
+	notAStream := b.prefix + ":{search}:index"
+	if err := b.rdb.Set(ctx, notAStream, "x", 0).Err(); err != nil {
 		t.Fatal(err)
 	}
-	notAStream := prefix + ":{search}:index"
-	if err := rdb.Set(ctx, notAStream, "x", 0).Err(); err != nil {
-		t.Fatal(err)
-	}
-	c := streams.Commit{Input: in, Group: streams.GroupSave, Ack: []string{id},
-		Settle:  []streams.Settled{{Key: pend, Seq: 1}},
-		Appends: []streams.Append{{Stream: notAStream, Values: []any{"doc", "d"}}}}
-	if err := c.Apply(ctx, rdb); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
+	c := b.commit(streams.Append{Stream: notAStream, Values: []any{"doc", "d"}})
+	if err := c.Apply(ctx, b.rdb); err == nil || !strings.Contains(err.Error(), "WRONGTYPE") {
 		t.Fatalf("commit with a refused append: %v, want WRONGTYPE", err)
 	}
-	if n := pendingOf(ctx, t, rdb, in); n != 1 {
-		t.Fatalf("%d entries pending after a failed commit, want the batch's 1", n)
-	}
-	if n, err := rdb.ZCard(ctx, pend).Result(); err != nil || n != 1 {
-		t.Fatalf("in-flight mark settled by a failed commit: %d left (%v)", n, err)
+	if pending, marks := b.left(ctx, t); pending != 1 || marks != 1 {
+		t.Fatalf("after a failed commit: %d entries pending, %d in-flight marks left; want the batch's 1 and 1", pending, marks)
 	}
 }

@@ -237,7 +237,7 @@ func (h *SaveHandler) Handle(ctx context.Context, shard int, batch []redis.XMess
 		}
 		commit.Appends = appends
 	}
-	if len(commit.Ack) > 0 || len(commit.Appends) > 0 {
+	if len(commit.Ack) > 0 { // each message the hooks heard of is acked here
 		if err := commit.Apply(ctx, h.rdb); err != nil {
 			h.metrics.PublishFailures.WithLabelValues("save").Inc()
 			return fmt.Errorf("save: commit %d entries: %w", len(commit.Ack), err)
